@@ -1,0 +1,78 @@
+// add, add_broadcast_batch, scale and matmul on the tape.
+#include "engine/ops.h"
+#include "autograd/functions.h"
+
+namespace vitune::autograd {
+
+// c = a + b:  da = dc, db = dc.
+Variable add(const Variable& a, const Variable& b) {
+  VITUNE_CHECK(a.shape() == b.shape(), "add: shapes ", shape_str(a.shape()), " and ",
+               shape_str(b.shape()), " differ");
+  return make_result(ops::add(a.value(), b.value()), {a, b}, "add", [a, b](const Tensor& dc) {
+    if (needs_grad(a)) accumulate_grad(a, dc);
+    if (needs_grad(b)) accumulate_grad(b, dc);
+  });
+}
+
+// y[b, ...] = x[b, ...] + p[0, ...]:  dx = dy,  dp = sum over b of dy[b, ...].
+Variable add_broadcast_batch(const Variable& x, const Variable& p) {
+  const Tensor& xv = x.value();
+  Shape expected = xv.shape();
+  VITUNE_CHECK(!expected.empty(), "add_broadcast_batch: scalar input");
+  expected[0] = 1;
+  VITUNE_CHECK(p.shape() == expected, "add_broadcast_batch: ", p.value().str(), " cannot be added to every item of ",
+               xv.str());
+  Tensor y = xv.clone();
+  Tensor y_rows = y.reshape({xv.dim(0), -1});
+  ops::add_row_broadcast(y_rows, p.value().reshape({-1}));
+  return make_result(y, {x, p}, "add_broadcast_batch", [x, p](const Tensor& dy) {
+    if (needs_grad(x)) accumulate_grad(x, dy);
+    if (needs_grad(p)) {
+      Tensor dp = Tensor::zeros(p.shape(), dy.dtype());
+      Tensor dp_flat = dp.reshape({-1});
+      ops::sum_rows_into(dy.reshape({dy.dim(0), -1}), dp_flat);
+      accumulate_grad(p, dp);
+    }
+  });
+}
+
+// y = f x:  dx = f dy.
+Variable scale(const Variable& x, double factor) {
+  return make_result(ops::scale(x.value(), factor), {x}, "scale", [x, factor](const Tensor& dy) {
+    accumulate_grad(x, ops::scale(dy, factor));
+  });
+}
+
+// C = A B (per stack item when 3-D):  dA = dC B^T,  dB = A^T dC.
+Variable matmul(const Variable& a, const Variable& b) {
+  const Tensor& av = a.value();
+  const Tensor& bv = b.value();
+  bool batched = av.ndim() == 3;
+  VITUNE_CHECK((av.ndim() == 2 || batched) && bv.ndim() == av.ndim(), "matmul: expects two 2-D or two 3-D operands, got ",
+               av.str(), " and ", bv.str());
+  auto product = [batched](bool ta, bool tb, const Tensor& x, const Tensor& y, Tensor& out) {
+    if (batched) {
+      ops::gemm_batched(ta, tb, 1.0, x, y, 0.0, out);
+    } else {
+      ops::gemm(ta, tb, 1.0, x, y, 0.0, out);
+    }
+  };
+  Shape out_shape = av.shape();
+  out_shape.back() = bv.dim(-1);
+  Tensor c(out_shape, av.dtype());
+  product(false, false, av, bv, c);
+  return make_result(c, {a, b}, "matmul", [a, b, product](const Tensor& dc) {
+    if (needs_grad(a)) {
+      Tensor da(a.shape(), dc.dtype());
+      product(false, true, dc, b.value(), da);
+      accumulate_grad(a, da);
+    }
+    if (needs_grad(b)) {
+      Tensor db(b.shape(), dc.dtype());
+      product(true, false, a.value(), dc, db);
+      accumulate_grad(b, db);
+    }
+  });
+}
+
+}  // namespace vitune::autograd

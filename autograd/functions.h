@@ -1,0 +1,41 @@
+// The differentiable functions of the tape. Each is one fused forward and one
+// hand-written backward (in its own .cpp, with the derivation in a comment); a
+// backward computes only the input gradients that some input actually needs.
+#pragma once
+
+#include "autograd/variable.h"
+
+namespace vitune::autograd {
+
+// y = x W^T + b over the last dimension of x. weight [out, in]; bias [out] or undefined.
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias);
+// LayerNorm over the last dimension with affine weight and bias [d].
+Variable layer_norm(const Variable& x, const Variable& weight, const Variable& bias, double eps);
+// Exact erf GELU.
+Variable gelu(const Variable& x);
+// Softmax over the last dimension.
+Variable softmax(const Variable& x);
+// Multi-head self-attention core on timm's fused qkv [B, N, 3D] -> context [B, N, D].
+Variable attention(const Variable& qkv, int heads);
+// Mean cross-entropy with label smoothing; labels i64 [B]. Result has shape [1].
+Variable cross_entropy(const Variable& logits, const Tensor& labels, double smoothing = 0.0);
+
+// a + b, same shapes.
+Variable add(const Variable& a, const Variable& b);
+// x + p where p's shape is x's with the leading (batch) dimension set to 1.
+Variable add_broadcast_batch(const Variable& x, const Variable& p);
+// factor * x.
+Variable scale(const Variable& x, double factor);
+// a @ b over the last two dimensions: [M,K] x [K,N] or [S,M,K] x [S,K,N].
+Variable matmul(const Variable& a, const Variable& b);
+
+// Same values, new shape.
+Variable reshape(const Variable& x, const Shape& shape);
+// images [B, C, H, W] -> patch vectors [B, (H/p)(W/p), C p p].
+Variable patchify(const Variable& images, int patch);
+// [1, 1, D] token before each sequence of x [B, N, D] -> [B, N+1, D].
+Variable prepend_token(const Variable& token, const Variable& x);
+// Token `index` of every sequence: x [B, N, D] -> [B, D].
+Variable select_token(const Variable& x, int64_t index);
+
+}  // namespace vitune::autograd

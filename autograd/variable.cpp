@@ -1,0 +1,134 @@
+// Variables, grad mode, gradient accumulation and the backward traversal.
+#include "autograd/variable.h"
+
+#include <unordered_set>
+
+#include "engine/ops.h"
+
+namespace vitune::autograd {
+
+namespace {
+thread_local bool grad_mode_enabled = true;
+}
+
+Variable::Variable(Tensor value, bool requires_grad, std::string name)
+    : impl_(std::make_shared<VariableImpl>()) {
+  impl_->value = std::move(value);
+  impl_->requires_grad = requires_grad;
+  impl_->name = std::move(name);
+}
+
+void Variable::set_requires_grad(bool requires_grad) {
+  VITUNE_CHECK(is_leaf(), "set_requires_grad on '", name(), "': only leaves can change it");
+  impl_->requires_grad = requires_grad;
+  if (!requires_grad) impl_->grad = Tensor();
+}
+
+void Variable::set_grad_indices(Tensor indices) {
+  VITUNE_CHECK(is_leaf(), "set_grad_indices on '", name(), "': only leaves can be masked");
+  if (indices.defined()) {
+    VITUNE_CHECK(indices.dtype() == DType::I64 && indices.ndim() == 1, "grad indices of '", name(),
+                 "': expected an i64 vector, got ", indices.str());
+    const int64_t* p = indices.data<int64_t>();
+    for (int64_t i = 0; i < indices.numel(); ++i) {
+      VITUNE_CHECK(p[i] >= 0 && p[i] < value().numel() && (i == 0 || p[i] > p[i - 1]),
+                   "grad indices of '", name(), "': entry ", i, " (", p[i],
+                   ") is out of range or not sorted and unique (", value().numel(), " elements)");
+    }
+  }
+  impl_->grad_indices = std::move(indices);
+  impl_->grad = Tensor();
+}
+
+void Variable::zero_grad() const { impl_->grad = Tensor(); }
+
+bool grad_enabled() { return grad_mode_enabled; }
+
+NoGradGuard::NoGradGuard() : previous_(grad_mode_enabled) { grad_mode_enabled = false; }
+NoGradGuard::~NoGradGuard() { grad_mode_enabled = previous_; }
+
+Variable make_result(Tensor value, std::vector<Variable> inputs, const char* op,
+                     std::function<void(const Tensor& grad_output)> backward) {
+  bool any = false;
+  for (const Variable& v : inputs) any = any || needs_grad(v);
+  if (!any || !grad_mode_enabled) return Variable(std::move(value));
+  auto node = std::make_shared<Node>();
+  node->op = op;
+  for (const Variable& v : inputs) node->inputs.push_back(v.impl());
+  node->backward = std::move(backward);
+  Variable result(std::move(value), true);
+  result.impl()->grad_fn = std::move(node);
+  return result;
+}
+
+Tensor* dense_leaf_grad(const Variable& v) {
+  VariableImpl& impl = *v.impl();
+  if (impl.grad_fn || impl.grad_indices.defined()) return nullptr;
+  if (!impl.grad.defined()) impl.grad = Tensor::zeros(impl.value.shape(), impl.value.dtype());
+  return &impl.grad;
+}
+
+Tensor* masked_leaf_grad(const Variable& v) {
+  VariableImpl& impl = *v.impl();
+  if (impl.grad_fn || !impl.grad_indices.defined()) return nullptr;
+  if (!impl.grad.defined()) impl.grad = Tensor::zeros({impl.grad_indices.numel()}, impl.value.dtype());
+  return &impl.grad;
+}
+
+void accumulate_grad(const Variable& v, const Tensor& g) {
+  VariableImpl& impl = *v.impl();
+  VITUNE_CHECK(g.shape() == impl.value.shape(), "gradient ", g.str(), " for '", impl.name,
+               "' whose value is ", impl.value.str());
+  if (Tensor* sparse = masked_leaf_grad(v)) {
+    ops::axpy(1.0, ops::gather(g, impl.grad_indices), *sparse);
+  } else if (Tensor* dense = dense_leaf_grad(v)) {
+    ops::axpy(1.0, g, *dense);
+  } else {
+    // Inner node: gradients are combined out of place, so one tensor may safely be
+    // handed to several inputs (add passes its gradient through unchanged).
+    impl.grad = impl.grad.defined() ? ops::add(impl.grad, g) : g;
+  }
+}
+
+void backward(const Variable& root, const Tensor& seed) {
+  VITUNE_CHECK(root.defined() && root.requires_grad(),
+               "backward from a value that does not depend on any trainable parameter");
+  // Post-order depth-first walk over nodes; its reverse is a topological order. The
+  // order holds owning pointers: finishing a node releases its inputs.
+  std::vector<ImplPtr> order;
+  std::unordered_set<const VariableImpl*> visited;
+  std::vector<std::pair<ImplPtr, size_t>> stack{{root.impl(), 0}};
+  visited.insert(root.impl().get());
+  while (!stack.empty()) {
+    const Node* node = stack.back().first->grad_fn.get();
+    size_t& next = stack.back().second;
+    if (node && next < node->inputs.size()) {
+      const ImplPtr& input = node->inputs[next++];
+      if (input && input->requires_grad && input->grad_fn && visited.insert(input.get()).second) {
+        stack.emplace_back(input, 0);
+      }
+      continue;
+    }
+    order.push_back(std::move(stack.back().first));
+    stack.pop_back();
+  }
+
+  if (seed.defined()) {
+    VITUNE_CHECK(seed.shape() == root.shape(), "backward seed ", seed.str(), " for a root of shape ",
+                 shape_str(root.shape()));
+    root.impl()->grad = seed;
+  } else {
+    VITUNE_CHECK(root.value().numel() == 1, "backward without a seed needs a one-element root, got ",
+                 root.value().str());
+    root.impl()->grad = Tensor::full(root.shape(), 1.0, root.value().dtype());
+  }
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    VariableImpl* impl = it->get();
+    std::shared_ptr<Node> node = std::move(impl->grad_fn);
+    Tensor grad = std::move(impl->grad);
+    impl->grad = Tensor();
+    if (grad.defined()) node->backward(grad);
+  }
+}
+
+}  // namespace vitune::autograd

@@ -1,0 +1,106 @@
+// The tape. A Variable holds a value, an optional gradient and the node that made it.
+// A node exists only when grad mode is on and one of its inputs requires a gradient, so
+// the tape never reaches below the earliest trainable parameter, and a backward never
+// computes a gradient that nobody asked for.
+//
+// Gradients of leaves (parameters) accumulate (+=) across backward passes until
+// zero_grad. A leaf may be trainable at a subset of its entries: then `grad_indices`
+// holds the sorted flat indices and `grad` is a vector of that many values.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/tensor.h"
+
+namespace vitune::autograd {
+
+struct Node;
+
+struct VariableImpl {
+  Tensor value;
+  Tensor grad;                  // dense like value, or [selected] with grad_indices
+  Tensor grad_indices;          // i64 sorted flat indices; undefined = dense
+  bool requires_grad = false;
+  std::shared_ptr<Node> grad_fn;  // null for leaves
+  std::string name;
+};
+
+using ImplPtr = std::shared_ptr<VariableImpl>;
+
+// One recorded function application: its inputs and its backward closure, which
+// receives the gradient of the function's output.
+struct Node {
+  const char* op = "";
+  std::vector<ImplPtr> inputs;
+  std::function<void(const Tensor& grad_output)> backward;
+};
+
+class Variable {
+ public:
+  Variable() = default;
+  explicit Variable(Tensor value, bool requires_grad = false, std::string name = "");
+  explicit Variable(ImplPtr impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return impl_ != nullptr; }
+  const Tensor& value() const { return impl_->value; }
+  Tensor& mutable_value() const { return impl_->value; }
+  const Tensor& grad() const { return impl_->grad; }
+  bool requires_grad() const { return impl_ && impl_->requires_grad; }
+  bool is_leaf() const { return impl_->grad_fn == nullptr; }
+  const std::string& name() const { return impl_->name; }
+  const Shape& shape() const { return impl_->value.shape(); }
+  const ImplPtr& impl() const { return impl_; }
+
+  void set_requires_grad(bool requires_grad);
+  // Trainable only at these sorted, unique flat indices (i64); the gradient becomes a
+  // vector of their values. An undefined tensor makes the leaf dense again.
+  void set_grad_indices(Tensor indices);
+  const Tensor& grad_indices() const { return impl_->grad_indices; }
+  // Drops the gradient; the next backward starts from zero.
+  void zero_grad() const;
+
+ private:
+  ImplPtr impl_;
+};
+
+// Grad mode: on by default, per thread. NoGradGuard turns it off for its scope.
+bool grad_enabled();
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Runs the tape backwards from `root`. With no seed, root must have one element and
+// its gradient is 1. The graph is consumed: saved tensors are freed as nodes finish.
+void backward(const Variable& root, const Tensor& seed = Tensor());
+
+// ---- For the functions that build the tape ------------------------------------------
+
+// Wraps a forward result: attaches a node with `backward` when grad mode is on and any
+// input requires a gradient; otherwise the result is a constant.
+Variable make_result(Tensor value, std::vector<Variable> inputs, const char* op,
+                     std::function<void(const Tensor& grad_output)> backward);
+
+// Whether the gradient of `v` is wanted in this backward.
+inline bool needs_grad(const Variable& v) { return v.defined() && v.requires_grad(); }
+
+// Adds `g` (dense, shaped like v's value) to v's gradient. For an element-masked leaf
+// only the selected entries of g are added.
+void accumulate_grad(const Variable& v, const Tensor& g);
+
+// For a dense leaf: its gradient buffer (zeros on first use), for kernels that add into
+// it directly (gemm with beta = 1). Null for non-leaves and element-masked leaves.
+Tensor* dense_leaf_grad(const Variable& v);
+// For an element-masked leaf: its [selected] gradient buffer (zeros on first use).
+Tensor* masked_leaf_grad(const Variable& v);
+
+}  // namespace vitune::autograd

@@ -1,0 +1,14 @@
+// The list of subcommands; each add_* lives in the file named after its command.
+#include "cli/commands.h"
+
+namespace vitune::cli {
+
+void add_info_command(CLI::App& app);
+void add_trace_command(CLI::App& app);
+
+void register_commands(CLI::App& app) {
+  add_info_command(app);
+  add_trace_command(app);
+}
+
+}  // namespace vitune::cli

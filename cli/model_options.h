@@ -1,0 +1,23 @@
+// The flags every command that loads a model shares: the checkpoint path and what its
+// tensors cannot tell (--heads, --ln-eps).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "nn/checkpoint.h"
+
+namespace vitune::cli {
+
+struct ModelOptions {
+  std::string path;
+  nn::LoadOptions load;
+
+  // Adds --heads and --ln-eps to `command`; the model path is added by the caller
+  // (positional for info, --model for the rest).
+  void add_to(CLI::App& command);
+  nn::LoadedVit load_model() const { return nn::load_vit(path, load); }
+};
+
+}  // namespace vitune::cli

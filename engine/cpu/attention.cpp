@@ -1,0 +1,267 @@
+// Multi-head scaled dot-product attention on the host, in timm's fused layout: qkv is
+// [B, N, 3*D] = [B, N, 3, heads, dh]. Each (batch, head) pair is one independent task,
+// so results do not depend on the thread count. The head's Q, K, V are gathered into
+// small contiguous buffers, padded to whole register tiles, and every matrix product
+// of the head runs through one register-tiled loop nest that the compiler vectorises
+// while each sum keeps a fixed order.
+#include <cmath>
+#include <vector>
+
+#include "engine/cpu/check.h"
+#include "engine/ops.h"
+#include "engine/parallel.h"
+
+namespace vitune::ops {
+
+namespace {
+
+// A register tile of a product: kTileRows rows by kTileCols columns of the result stay
+// in registers for the whole sum (16 floats are one AVX-512 vector).
+constexpr int64_t kTileRows = 8;
+constexpr int64_t kTileCols = 16;
+static_assert(kTileCols % kTileRows == 0, "a padded token count must suit both tile sides");
+
+int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+
+// Sizes of one call: qkv [batch, tokens, 3 * dim], dim = heads * head_dim; tokens and
+// head_dim rounded up to whole tiles for the scratch buffers.
+struct AttentionShape {
+  int64_t batch, tokens, dim, heads, head_dim;
+  int64_t padded_tokens, padded_head_dim;
+};
+
+AttentionShape attention_shape(const Tensor& qkv, int heads, const char* op) {
+  cpu::check_float(qkv, op);
+  VITUNE_CHECK(heads >= 1, op, ": heads must be positive, got ", heads);
+  VITUNE_CHECK(qkv.ndim() == 3 && qkv.dim(2) > 0 && qkv.dim(2) % (3 * int64_t(heads)) == 0, op,
+               ": qkv must be [batch, tokens, 3 * dim] with dim divisible by heads = ", heads,
+               ", got ", qkv.str());
+  const int64_t tokens = qkv.dim(1), dim = qkv.dim(2) / 3, head_dim = dim / heads;
+  return {qkv.dim(0),
+          tokens,
+          dim,
+          heads,
+          head_dim,
+          round_up(tokens, kTileCols),
+          round_up(head_dim, kTileCols)};
+}
+
+// c[i, j] = sum_{p < k} a(i, p) b[p * ldb + j] for i < m, j < n, with m a multiple of
+// kTileRows, n of kTileCols, and a(i, p) = a[i * lda + p], or a[p * lda + i] when
+// kTransposeA. Every element sums over p in order. Entries of c outside the valid rows
+// and columns of a and b (the padding) only ever meet padding, so the valid part of c
+// never depends on what the padding holds.
+template <bool kTransposeA, typename T>
+void tile_product(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m,
+                  int64_t n, int64_t k) {
+  for (int64_t i0 = 0; i0 < m; i0 += kTileRows) {
+    for (int64_t j0 = 0; j0 < n; j0 += kTileCols) {
+      T acc[kTileRows][kTileCols] = {};
+      for (int64_t p = 0; p < k; ++p) {
+        const T* bp = b + p * ldb + j0;
+        // Fully unrolled, so that acc lives in registers: per p, one load of b and
+        // kTileRows broadcast multiply-adds.
+#pragma GCC unroll 8
+        for (int64_t r = 0; r < kTileRows; ++r) {
+          const T ar = kTransposeA ? a[p * lda + i0 + r] : a[(i0 + r) * lda + p];
+#pragma GCC unroll 16
+          for (int64_t w = 0; w < kTileCols; ++w) acc[r][w] += ar * bp[w];
+        }
+      }
+      for (int64_t r = 0; r < kTileRows; ++r) {
+        for (int64_t w = 0; w < kTileCols; ++w) c[(i0 + r) * ldc + j0 + w] = acc[r][w];
+      }
+    }
+  }
+}
+
+// Softmax of p[0..n) in place, max-subtracted, the sum in double.
+template <typename T>
+void softmax_in_place(T* p, int64_t n) {
+  T max = p[0];
+  for (int64_t j = 1; j < n; ++j) max = p[j] > max ? p[j] : max;
+  double sum = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    p[j] = std::exp(p[j] - max);
+    sum += double(p[j]);
+  }
+  const T inverse = T(1.0 / sum);
+  for (int64_t j = 0; j < n; ++j) p[j] *= inverse;
+}
+
+// The padded operands of one (batch, head) pair in the forward pass. nt and dp are the
+// padded token count and head size.
+template <typename T>
+struct ForwardScratch {
+  std::vector<T> q;       // [nt, dh], times scale (timm scales q before the product)
+  std::vector<T> k_t;     // [dh, nt]: K^T
+  std::vector<T> v;       // [nt, dp]
+  std::vector<T> scores;  // [nt, nt]: S, then P
+  std::vector<T> out;     // [nt, dp]: P V
+
+  explicit ForwardScratch(const AttentionShape& s)
+      : q(size_t(s.padded_tokens * s.head_dim)),
+        k_t(size_t(s.head_dim * s.padded_tokens)),
+        v(size_t(s.padded_tokens * s.padded_head_dim)),
+        scores(size_t(s.padded_tokens * s.padded_tokens)),
+        out(size_t(s.padded_tokens * s.padded_head_dim)) {}
+};
+
+// One (batch b, head h) of the forward pass: S = (scale Q) K^T, P = softmax(S) rowwise
+// into probs, ctx = P V into the head's columns of ctx.
+template <typename T>
+void forward_head(const AttentionShape& s, int64_t b, int64_t h, T scale, const T* qkv, T* ctx,
+                  T* probs, ForwardScratch<T>& w) {
+  const int64_t n = s.tokens, dh = s.head_dim, nt = s.padded_tokens, dp = s.padded_head_dim;
+  for (int64_t t = 0; t < n; ++t) {
+    const T* token = qkv + (b * n + t) * 3 * s.dim + h * dh;
+    for (int64_t d = 0; d < dh; ++d) {
+      w.q[size_t(t * dh + d)] = scale * token[d];
+      w.k_t[size_t(d * nt + t)] = token[s.dim + d];
+      w.v[size_t(t * dp + d)] = token[2 * s.dim + d];
+    }
+  }
+  tile_product<false>(w.q.data(), dh, w.k_t.data(), nt, w.scores.data(), nt, nt, nt, dh);
+  for (int64_t i = 0; i < n; ++i) {
+    T* row = w.scores.data() + i * nt;
+    softmax_in_place(row, n);
+    T* p = probs + ((b * s.heads + h) * n + i) * n;
+    for (int64_t j = 0; j < n; ++j) p[j] = row[j];
+  }
+  tile_product<false>(w.scores.data(), nt, w.v.data(), dp, w.out.data(), dp, nt, dp, n);
+  for (int64_t i = 0; i < n; ++i) {
+    T* out = ctx + (b * n + i) * s.dim + h * dh;
+    for (int64_t d = 0; d < dh; ++d) out[d] = w.out[size_t(i * dp + d)];
+  }
+}
+
+// The padded operands of one pair in the backward pass.
+template <typename T>
+struct BackwardScratch {
+  std::vector<T> q;      // [nt, dp], times scale
+  std::vector<T> k;      // [nt, dp], times scale
+  std::vector<T> v_t;    // [dh, nt]: V^T
+  std::vector<T> d_out;  // [nt, dp]: dO, the head's columns of dctx
+  std::vector<T> p;      // [nt, nt]: P
+  std::vector<T> ds;     // [nt, nt]: dP, then dS
+  std::vector<T> grad;   // [nt, dp]: dQ, dK, dV in turn
+
+  explicit BackwardScratch(const AttentionShape& s)
+      : q(size_t(s.padded_tokens * s.padded_head_dim)),
+        k(q.size()),
+        v_t(size_t(s.head_dim * s.padded_tokens)),
+        d_out(q.size()),
+        p(size_t(s.padded_tokens * s.padded_tokens)),
+        ds(p.size()),
+        grad(q.size()) {}
+};
+
+// Copies the valid [tokens, head_dim] part of grad into dqkv at column offset `part`.
+template <typename T>
+void scatter_head_grad(const AttentionShape& s, int64_t b, int64_t h, int64_t part,
+                       const std::vector<T>& grad, T* dqkv) {
+  for (int64_t t = 0; t < s.tokens; ++t) {
+    T* token = dqkv + (b * s.tokens + t) * 3 * s.dim + part * s.dim + h * s.head_dim;
+    for (int64_t d = 0; d < s.head_dim; ++d) token[d] = grad[size_t(t * s.padded_head_dim + d)];
+  }
+}
+
+// One (batch b, head h) of the backward pass; see attention_backward for the math.
+template <typename T>
+void backward_head(const AttentionShape& s, int64_t b, int64_t h, T scale, const T* dctx,
+                   const T* qkv, const T* probs, T* dqkv, BackwardScratch<T>& w) {
+  const int64_t n = s.tokens, dh = s.head_dim, nt = s.padded_tokens, dp = s.padded_head_dim;
+  for (int64_t t = 0; t < n; ++t) {
+    const T* token = qkv + (b * n + t) * 3 * s.dim + h * dh;
+    const T* d_token = dctx + (b * n + t) * s.dim + h * dh;
+    for (int64_t d = 0; d < dh; ++d) {
+      w.q[size_t(t * dp + d)] = scale * token[d];
+      w.k[size_t(t * dp + d)] = scale * token[s.dim + d];
+      w.v_t[size_t(d * nt + t)] = token[2 * s.dim + d];
+      w.d_out[size_t(t * dp + d)] = d_token[d];
+    }
+    const T* p = probs + ((b * s.heads + h) * n + t) * n;
+    for (int64_t j = 0; j < n; ++j) w.p[size_t(t * nt + j)] = p[j];
+  }
+  // dP = dO V^T, then dS = P * (dP - rowsum(dP * P)) row by row.
+  tile_product<false>(w.d_out.data(), dp, w.v_t.data(), nt, w.ds.data(), nt, nt, nt, dh);
+  for (int64_t i = 0; i < n; ++i) {
+    T* ds = w.ds.data() + i * nt;
+    const T* p = w.p.data() + i * nt;
+    double centre = 0;
+    for (int64_t j = 0; j < n; ++j) centre += double(ds[j]) * double(p[j]);
+    const T c = T(centre);
+    for (int64_t j = 0; j < n; ++j) ds[j] = p[j] * (ds[j] - c);
+  }
+  // dQ = dS (scale K), dK = dS^T (scale Q), dV = P^T dO; each sums over tokens in order.
+  tile_product<false>(w.ds.data(), nt, w.k.data(), dp, w.grad.data(), dp, nt, dp, n);
+  scatter_head_grad(s, b, h, 0, w.grad, dqkv);
+  tile_product<true>(w.ds.data(), nt, w.q.data(), dp, w.grad.data(), dp, nt, dp, n);
+  scatter_head_grad(s, b, h, 1, w.grad, dqkv);
+  tile_product<true>(w.p.data(), nt, w.d_out.data(), dp, w.grad.data(), dp, nt, dp, n);
+  scatter_head_grad(s, b, h, 2, w.grad, dqkv);
+}
+
+}  // namespace
+
+Tensor attention_forward(const Tensor& qkv, int heads, Tensor& probs) {
+  const char* op = "attention_forward";
+  const AttentionShape s = attention_shape(qkv, heads, op);
+  Tensor ctx({s.batch, s.tokens, s.dim}, qkv.dtype());
+  probs = Tensor({s.batch, s.heads, s.tokens, s.tokens}, qkv.dtype());
+  cpu::dispatch_float(qkv, op, [&](auto zero) {
+    using T = decltype(zero);
+    const T scale = T(1.0 / std::sqrt(double(s.head_dim)));
+    const T* q = qkv.data<T>();
+    T* c = ctx.data<T>();
+    T* p = probs.data<T>();
+    parallel_for(s.batch * s.heads, 1, [&](int64_t begin, int64_t end) {
+      ForwardScratch<T> scratch(s);
+      for (int64_t task = begin; task < end; ++task) {
+        forward_head(s, task / s.heads, task % s.heads, scale, q, c, p, scratch);
+      }
+    });
+  });
+  return ctx;
+}
+
+// Backward, per (batch, head) with scale = 1/sqrt(dh), S = scale Q K^T, P = softmax(S)
+// rowwise and O = P V:
+//   dV = P^T dO                       (O is linear in V)
+//   dP = dO V^T                       (O is linear in P)
+//   dS = P * (dP - rowsum(dP * P))    (the softmax backward of each row, see softmax.cpp)
+//   dQ = scale dS K,  dK = scale dS^T Q   (S is bilinear in Q and K)
+// Each lands in dqkv at the offsets its input came from: Q at 0, K at D, V at 2D, plus
+// h * dh.
+Tensor attention_backward(const Tensor& dctx, const Tensor& qkv, const Tensor& probs, int heads) {
+  const char* op = "attention_backward";
+  const AttentionShape s = attention_shape(qkv, heads, op);
+  cpu::check_host(dctx, op);
+  cpu::check_host(probs, op);
+  VITUNE_CHECK(dctx.dtype() == qkv.dtype() && dctx.shape() == Shape({s.batch, s.tokens, s.dim}),
+               op, ": dctx must be ", dtype_name(qkv.dtype()),
+               shape_str({s.batch, s.tokens, s.dim}), " to match qkv ", qkv.str(), ", got ",
+               dctx.str());
+  const Shape probs_shape{s.batch, s.heads, s.tokens, s.tokens};
+  VITUNE_CHECK(probs.dtype() == qkv.dtype() && probs.shape() == probs_shape, op,
+               ": probs must be ", dtype_name(qkv.dtype()), shape_str(probs_shape),
+               " to match qkv ", qkv.str(), " with ", heads, " heads, got ", probs.str());
+  Tensor dqkv(qkv.shape(), qkv.dtype());
+  cpu::dispatch_float(qkv, op, [&](auto zero) {
+    using T = decltype(zero);
+    const T scale = T(1.0 / std::sqrt(double(s.head_dim)));
+    const T* dc = dctx.data<T>();
+    const T* q = qkv.data<T>();
+    const T* p = probs.data<T>();
+    T* dq = dqkv.data<T>();
+    parallel_for(s.batch * s.heads, 1, [&](int64_t begin, int64_t end) {
+      BackwardScratch<T> scratch(s);
+      for (int64_t task = begin; task < end; ++task) {
+        backward_head(s, task / s.heads, task % s.heads, scale, dc, q, p, dq, scratch);
+      }
+    });
+  });
+  return dqkv;
+}
+
+}  // namespace vitune::ops

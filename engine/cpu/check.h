@@ -1,0 +1,36 @@
+// Argument checks shared by the CPU kernels: the tensors are on the host, have a float
+// dtype, agree with each other. Each failure names the op and what it was given.
+#pragma once
+
+#include <string>
+
+#include "engine/tensor.h"
+
+namespace vitune::cpu {
+
+inline void check_host(const Tensor& t, const char* op) {
+  VITUNE_CHECK(t.defined(), op, ": an argument is an undefined tensor");
+  VITUNE_CHECK(t.device().is_cpu(), op, ": tensor ", t.str(), " is on ", t.device().str(),
+               "; this op has no CUDA implementation in this build");
+}
+
+inline void check_float(const Tensor& t, const char* op) {
+  check_host(t, op);
+  VITUNE_CHECK(t.dtype() == DType::F32 || t.dtype() == DType::F64, op,
+               ": expected an f32 or f64 tensor, got ", t.str());
+}
+
+inline void check_same(const Tensor& a, const Tensor& b, const char* op) {
+  VITUNE_CHECK(a.shape() == b.shape() && a.dtype() == b.dtype(), op, ": tensors ", a.str(), " and ",
+               b.str(), " differ in shape or dtype");
+}
+
+// Calls f.template operator()<T>() with T = float or double after the dtype of t.
+template <typename F>
+auto dispatch_float(const Tensor& t, const char* op, F&& f) {
+  check_float(t, op);
+  if (t.dtype() == DType::F64) return f(double{});
+  return f(float{});
+}
+
+}  // namespace vitune::cpu

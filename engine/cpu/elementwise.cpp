@@ -1,0 +1,107 @@
+// CPU elementwise ops: add, mul, scale, axpy and the bias broadcast over rows.
+// Each output element depends on its own inputs only, so any split over threads gives
+// the same bits.
+#include <algorithm>
+#include <cstdint>
+
+#include "engine/cpu/check.h"
+#include "engine/ops.h"
+#include "engine/parallel.h"
+
+namespace vitune::ops {
+
+namespace {
+
+// Elements per parallel chunk: large enough that waking a thread pays for itself.
+constexpr int64_t kElementGrain = int64_t(1) << 15;
+
+// out[i] = combine(a[i], b[i]) over all elements, in parallel.
+template <typename T, typename Combine>
+void map2(const T* a, const T* b, T* out, int64_t n, Combine combine) {
+  parallel_for(n, kElementGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = combine(a[i], b[i]);
+  });
+}
+
+void check_binary(const Tensor& a, const Tensor& b, const char* op) {
+  cpu::check_float(a, op);
+  cpu::check_float(b, op);
+  cpu::check_same(a, b, op);
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  check_binary(a, b, "add");
+  Tensor out(a.shape(), a.dtype());
+  cpu::dispatch_float(a, "add", [&](auto zero) {
+    using T = decltype(zero);
+    map2(a.data<T>(), b.data<T>(), out.data<T>(), a.numel(), [](T u, T v) { return u + v; });
+  });
+  return out;
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+  check_binary(a, b, "mul");
+  Tensor out(a.shape(), a.dtype());
+  cpu::dispatch_float(a, "mul", [&](auto zero) {
+    using T = decltype(zero);
+    map2(a.data<T>(), b.data<T>(), out.data<T>(), a.numel(), [](T u, T v) { return u * v; });
+  });
+  return out;
+}
+
+Tensor scale(const Tensor& a, double factor) {
+  cpu::check_float(a, "scale");
+  Tensor out(a.shape(), a.dtype());
+  cpu::dispatch_float(a, "scale", [&](auto zero) {
+    using T = decltype(zero);
+    const T* in = a.data<T>();
+    T* result = out.data<T>();
+    const T f = T(factor);
+    parallel_for(a.numel(), kElementGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) result[i] = in[i] * f;
+    });
+  });
+  return out;
+}
+
+void axpy(double alpha, const Tensor& x, Tensor& y) {
+  check_binary(x, y, "axpy");
+  cpu::dispatch_float(x, "axpy", [&](auto zero) {
+    using T = decltype(zero);
+    const T* in = x.data<T>();
+    T* acc = y.data<T>();
+    const T a = T(alpha);
+    parallel_for(x.numel(), kElementGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) acc[i] += a * in[i];
+    });
+  });
+}
+
+void add_row_broadcast(Tensor& x, const Tensor& row) {
+  cpu::check_float(x, "add_row_broadcast");
+  cpu::check_float(row, "add_row_broadcast");
+  VITUNE_CHECK(x.ndim() >= 1, "add_row_broadcast: x must have at least one dimension, got ",
+               x.str());
+  const int64_t cols = x.dim(-1);
+  VITUNE_CHECK(row.ndim() == 1 && row.dim(0) == cols && row.dtype() == x.dtype(),
+               "add_row_broadcast: row must be ", dtype_name(x.dtype()), "[", cols,
+               "] (x's last dimension and dtype) for x ", x.str(), ", got ", row.str());
+  if (cols == 0) return;
+  const int64_t rows = x.numel() / cols;
+  cpu::dispatch_float(x, "add_row_broadcast", [&](auto zero) {
+    using T = decltype(zero);
+    T* out = x.data<T>();
+    const T* bias = row.data<T>();
+    const int64_t grain = std::max<int64_t>(1, kElementGrain / cols);
+    parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        T* line = out + r * cols;
+        for (int64_t c = 0; c < cols; ++c) line[c] += bias[c];
+      }
+    });
+  });
+}
+
+}  // namespace vitune::ops

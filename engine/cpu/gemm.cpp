@@ -1,0 +1,140 @@
+// GEMM on the host: OpenBLAS for the products that matter, and the plain triple loop
+// that the tests hold it to. OpenBLAS's own threading changes the bits with the thread
+// count, so it runs single-threaded and vitune splits the output instead: into panels
+// of a fixed width that depends only on the shape, each one OpenBLAS call, spread over
+// the pool. The same panels are computed whatever the number of threads.
+#include <algorithm>
+
+#include "engine/cpu/blas.h"
+#include "engine/cpu/check.h"
+#include "engine/flop_counter.h"
+#include "engine/ops.h"
+#include "engine/parallel.h"
+
+namespace vitune::ops {
+
+namespace {
+
+struct GemmShape {
+  int64_t m, n, k;
+};
+
+// Checks operand shapes of c = op(a) op(b) for 2-D views and returns M, N, K.
+GemmShape gemm_shape(bool trans_a, bool trans_b, const Tensor& a, const Tensor& b, const Tensor& c,
+                     const char* op) {
+  cpu::check_float(a, op);
+  VITUNE_CHECK(a.dtype() == b.dtype() && a.dtype() == c.dtype(), op, ": mixed dtypes ", a.str(), ", ",
+               b.str(), ", ", c.str());
+  VITUNE_CHECK(b.ndim() == 2 && c.ndim() >= 2 && a.ndim() == c.ndim(), op, ": bad ranks ", a.str(),
+               " x ", b.str(), " -> ", c.str());
+  int64_t a_rows = a.numel() / a.dim(-1), a_cols = a.dim(-1);
+  int64_t m = trans_a ? a_cols : a_rows, k = trans_a ? a_rows : a_cols;
+  VITUNE_CHECK(!trans_a || a.ndim() == 2, op, ": a transposed operand must be 2-D, got ", a.str());
+  int64_t kb = trans_b ? b.dim(1) : b.dim(0), n = trans_b ? b.dim(0) : b.dim(1);
+  VITUNE_CHECK(k == kb && c.numel() / c.dim(-1) == m && c.dim(-1) == n, op, ": shapes ", a.str(),
+               (trans_a ? "^T" : ""), " x ", b.str(), (trans_b ? "^T" : ""), " do not give ", c.str());
+  return {m, n, k};
+}
+
+template <typename T>
+void reference_kernel(bool trans_a, bool trans_b, GemmShape s, T alpha, const T* a, const T* b,
+                      T beta, T* c) {
+  for (int64_t i = 0; i < s.m; ++i) {
+    for (int64_t j = 0; j < s.n; ++j) {
+      T sum = 0;
+      for (int64_t p = 0; p < s.k; ++p) {
+        T av = trans_a ? a[p * s.m + i] : a[i * s.k + p];
+        T bv = trans_b ? b[j * s.k + p] : b[p * s.n + j];
+        sum += av * bv;
+      }
+      c[i * s.n + j] = alpha * sum + (beta == T(0) ? T(0) : beta * c[i * s.n + j]);
+    }
+  }
+}
+
+// Panels are this many rows (or columns) of C; products below kSerialFlops run whole.
+constexpr int64_t kPanel = 96;
+constexpr int64_t kSerialFlops = int64_t(1) << 21;
+
+template <typename T>
+void blas_kernel(bool trans_a, bool trans_b, GemmShape s, T alpha, const T* a, const T* b, T beta,
+                 T* c) {
+  if (s.m == 0 || s.n == 0) return;
+  int64_t lda = trans_a ? s.m : s.k, ldb = trans_b ? s.k : s.n;
+  if (2 * s.m * s.n * s.k < kSerialFlops) {
+    blas_gemm(trans_a, trans_b, s.m, s.n, s.k, alpha, a, lda, b, ldb, beta, c, s.n);
+    return;
+  }
+  bool split_rows = s.m >= s.n;
+  int64_t extent = split_rows ? s.m : s.n;
+  int64_t panels = (extent + kPanel - 1) / kPanel;
+  parallel_for(panels, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t panel = begin; panel < end; ++panel) {
+      int64_t first = panel * kPanel, width = std::min(kPanel, extent - first);
+      if (split_rows) {
+        // Rows [first, first + width) of C from the same rows of op(A).
+        const T* a_rows = trans_a ? a + first : a + first * lda;
+        blas_gemm(trans_a, trans_b, width, s.n, s.k, alpha, a_rows, lda, b, ldb, beta, c + first * s.n, s.n);
+      } else {
+        // Columns [first, first + width) of C from the same columns of op(B).
+        const T* b_cols = trans_b ? b + first * ldb : b + first;
+        blas_gemm(trans_a, trans_b, s.m, width, s.k, alpha, a, lda, b_cols, ldb, beta, c + first, s.n);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
+          Tensor& c) {
+  GemmShape s = gemm_shape(trans_a, trans_b, a, b, c, "gemm");
+  count_flops(2 * s.m * s.n * s.k);
+  cpu::dispatch_float(a, "gemm", [&](auto zero) {
+    using T = decltype(zero);
+    blas_kernel<T>(trans_a, trans_b, s, T(alpha), a.data<T>(), b.data<T>(), T(beta), c.data<T>());
+  });
+}
+
+void gemm_reference(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b,
+                    double beta, Tensor& c) {
+  VITUNE_CHECK(a.ndim() == 2 && c.ndim() == 2, "gemm_reference: expects 2-D a and c, got ", a.str(),
+               " and ", c.str());
+  GemmShape s = gemm_shape(trans_a, trans_b, a, b, c, "gemm_reference");
+  cpu::dispatch_float(a, "gemm_reference", [&](auto zero) {
+    using T = decltype(zero);
+    reference_kernel<T>(trans_a, trans_b, s, T(alpha), a.data<T>(), b.data<T>(), T(beta), c.data<T>());
+  });
+}
+
+void gemm_batched(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b,
+                  double beta, Tensor& c) {
+  const char* op = "gemm_batched";
+  cpu::check_float(a, op);
+  VITUNE_CHECK(a.ndim() == 3 && b.ndim() == 3 && c.ndim() == 3 && a.dim(0) == b.dim(0) &&
+                   a.dim(0) == c.dim(0),
+               op, ": expects [S,.,.] operands with one stack size, got ", a.str(), ", ", b.str(), ", ",
+               c.str());
+  int64_t stack = a.dim(0);
+  if (stack == 0) return;
+  GemmShape s = gemm_shape(trans_a, trans_b, a.rows(0, 1).reshape({a.dim(1), a.dim(2)}),
+                           b.rows(0, 1).reshape({b.dim(1), b.dim(2)}),
+                           c.rows(0, 1).reshape({c.dim(1), c.dim(2)}), op);
+  count_flops(2 * stack * s.m * s.n * s.k);
+  cpu::dispatch_float(a, op, [&](auto zero) {
+    using T = decltype(zero);
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* pc = c.data<T>();
+    // Many small products: one per thread chunk, each a single-threaded plain kernel
+    // whose loop order is fixed, so the split never changes the bits.
+    parallel_for(stack, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        reference_kernel<T>(trans_a, trans_b, s, T(alpha), pa + i * s.m * s.k, pb + i * s.k * s.n,
+                            T(beta), pc + i * s.m * s.n);
+      }
+    });
+  });
+}
+
+}  // namespace vitune::ops

@@ -1,0 +1,89 @@
+// CPU gather and scatter through flat i64 indices. Every index is checked against
+// [0, numel) before anything is read or written, so a bad index leaves x untouched.
+// gather and scatter move elements of any dtype; scatter_add adds float elements.
+// Both scatters run serially in index order: with repeated indices scatter keeps the
+// last value and scatter_add adds them in order, the same on every run.
+#include <cstdint>
+
+#include "engine/cpu/check.h"
+#include "engine/ops.h"
+#include "engine/parallel.h"
+
+namespace vitune::ops {
+
+namespace {
+
+void check_indices(const Tensor& indices, int64_t numel, const Tensor& x, const char* op) {
+  cpu::check_host(indices, op);
+  VITUNE_CHECK(indices.dtype() == DType::I64, op, ": indices must be i64, got ", indices.str());
+  const int64_t* idx = indices.data<int64_t>();
+  for (int64_t i = 0; i < indices.numel(); ++i) {
+    VITUNE_CHECK(idx[i] >= 0 && idx[i] < numel, op, ": index ", idx[i], " at position ", i,
+                 " is outside [0, ", numel, ") for ", x.str());
+  }
+}
+
+void check_scatter_args(const Tensor& x, const Tensor& indices, const Tensor& values,
+                        const char* op) {
+  cpu::check_host(x, op);
+  cpu::check_host(values, op);
+  VITUNE_CHECK(values.shape() == indices.shape() && values.dtype() == x.dtype(), op,
+               ": values must have the shape of indices ", indices.str(), " and the dtype of x ",
+               x.str(), ", got ", values.str());
+  check_indices(indices, x.numel(), x, op);
+}
+
+// Calls f(W{}) with W the unsigned integer type as wide as one element of `dtype`, so
+// that elements of any dtype are moved as plain words.
+template <typename F>
+void dispatch_width(DType dtype, F&& f) {
+  switch (dtype_size(dtype)) {
+    case 1: f(uint8_t{}); break;
+    case 2: f(uint16_t{}); break;
+    case 4: f(uint32_t{}); break;
+    default: f(uint64_t{}); break;
+  }
+}
+
+}  // namespace
+
+Tensor gather(const Tensor& x, const Tensor& indices) {
+  cpu::check_host(x, "gather");
+  check_indices(indices, x.numel(), x, "gather");
+  Tensor out(indices.shape(), x.dtype());
+  const int64_t* idx = indices.data<int64_t>();
+  dispatch_width(x.dtype(), [&](auto zero) {
+    using W = decltype(zero);
+    const W* in = static_cast<const W*>(x.raw());
+    W* result = static_cast<W*>(out.raw());
+    parallel_for(indices.numel(), 1 << 14, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) result[i] = in[idx[i]];
+    });
+  });
+  return out;
+}
+
+void scatter(Tensor& x, const Tensor& indices, const Tensor& values) {
+  check_scatter_args(x, indices, values, "scatter");
+  const int64_t* idx = indices.data<int64_t>();
+  dispatch_width(x.dtype(), [&](auto zero) {
+    using W = decltype(zero);
+    W* out = static_cast<W*>(x.raw());
+    const W* in = static_cast<const W*>(values.raw());
+    for (int64_t i = 0; i < indices.numel(); ++i) out[idx[i]] = in[i];
+  });
+}
+
+void scatter_add(Tensor& x, const Tensor& indices, const Tensor& values) {
+  cpu::check_float(x, "scatter_add");
+  check_scatter_args(x, indices, values, "scatter_add");
+  const int64_t* idx = indices.data<int64_t>();
+  cpu::dispatch_float(x, "scatter_add", [&](auto zero) {
+    using T = decltype(zero);
+    T* out = x.data<T>();
+    const T* in = values.data<T>();
+    for (int64_t i = 0; i < indices.numel(); ++i) out[idx[i]] += in[i];
+  });
+}
+
+}  // namespace vitune::ops

@@ -1,0 +1,186 @@
+// LayerNorm on the host: per-row mean and biased variance (two passes, sums in double),
+// the affine map, and the backward pass for the input, the weight and the bias.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "engine/cpu/check.h"
+#include "engine/ops.h"
+#include "engine/parallel.h"
+
+namespace vitune::ops {
+
+namespace {
+
+// Columns of dweight/dbias that one task of the backward reduction owns.
+constexpr int64_t kColumnBlock = 64;
+
+// Checks that `t` is a float vector [features] of dtype `dtype`.
+void check_feature_vector(const Tensor& t, const char* name, int64_t features, DType dtype,
+                          const char* op) {
+  VITUNE_CHECK(t.defined(), op, ": ", name, " is an undefined tensor");
+  cpu::check_host(t, op);
+  VITUNE_CHECK(t.ndim() == 1 && t.dim(0) == features && t.dtype() == dtype, op, ": ", name,
+               " must be ", dtype_name(dtype), "[", features, "], got ", t.str());
+}
+
+// The shape of the input as [rows, features], after checking that it has a last axis.
+void rows_and_features(const Tensor& x, const char* op, int64_t& rows, int64_t& features) {
+  VITUNE_CHECK(x.ndim() >= 1 && x.dim(-1) > 0, op,
+               ": expected a tensor with a non-empty last dimension, got ", x.str());
+  features = x.dim(-1);
+  rows = x.numel() / features;
+}
+
+template <typename T>
+void forward_kernel(const T* x, const T* weight, const T* bias, double eps, int64_t rows,
+                    int64_t features, T* y, T* mean_out, T* rstd_out) {
+  parallel_for(rows, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const T* xr = x + r * features;
+      double sum = 0;
+      for (int64_t c = 0; c < features; ++c) sum += double(xr[c]);
+      const double mean = sum / double(features);
+      double squares = 0;
+      for (int64_t c = 0; c < features; ++c) {
+        const double centred = double(xr[c]) - mean;
+        squares += centred * centred;
+      }
+      const double var = squares / double(features);
+      const T m = T(mean);
+      const T rstd = T(1.0 / std::sqrt(var + eps));
+      mean_out[r] = m;
+      rstd_out[r] = rstd;
+      T* yr = y + r * features;
+      for (int64_t c = 0; c < features; ++c) yr[c] = (xr[c] - m) * rstd * weight[c] + bias[c];
+    }
+  });
+}
+
+// dx for every row; each row is independent.
+template <typename T>
+void input_grad_kernel(const T* dy, const T* x, const T* weight, const T* mean, const T* rstd,
+                       int64_t rows, int64_t features, T* dx) {
+  parallel_for(rows, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const T* dyr = dy + r * features;
+      const T* xr = x + r * features;
+      const T m = mean[r], rs = rstd[r];
+      double sum_g = 0, sum_g_xhat = 0;
+      for (int64_t c = 0; c < features; ++c) {
+        const double g = double(dyr[c] * weight[c]);
+        sum_g += g;
+        sum_g_xhat += g * double((xr[c] - m) * rs);
+      }
+      const T mean_g = T(sum_g / double(features));
+      const T mean_g_xhat = T(sum_g_xhat / double(features));
+      T* dxr = dx + r * features;
+      for (int64_t c = 0; c < features; ++c) {
+        const T xhat = (xr[c] - m) * rs;
+        dxr[c] = rs * (dyr[c] * weight[c] - mean_g - xhat * mean_g_xhat);
+      }
+    }
+  });
+}
+
+// dweight[c] += sum_r dy[r,c] * xhat[r,c] and dbias[c] += sum_r dy[r,c]. Each task owns a
+// block of columns and walks all rows in order, so every column's sum has the same
+// order whatever the thread count. Either output may be null.
+template <typename T>
+void param_grad_kernel(const T* dy, const T* x, const T* mean, const T* rstd, int64_t rows,
+                       int64_t features, T* dweight, T* dbias) {
+  const int64_t blocks = (features + kColumnBlock - 1) / kColumnBlock;
+  parallel_for(blocks, 1, [&](int64_t begin, int64_t end) {
+    std::vector<double> sum_w(kColumnBlock), sum_b(kColumnBlock);
+    for (int64_t block = begin; block < end; ++block) {
+      const int64_t c0 = block * kColumnBlock;
+      const int64_t width = std::min(kColumnBlock, features - c0);
+      std::fill(sum_w.begin(), sum_w.end(), 0.0);
+      std::fill(sum_b.begin(), sum_b.end(), 0.0);
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* dyr = dy + r * features + c0;
+        const T* xr = x + r * features + c0;
+        const T m = mean[r], rs = rstd[r];
+        for (int64_t c = 0; c < width; ++c) {
+          sum_w[size_t(c)] += double(dyr[c]) * double((xr[c] - m) * rs);
+          sum_b[size_t(c)] += double(dyr[c]);
+        }
+      }
+      for (int64_t c = 0; c < width; ++c) {
+        if (dweight) dweight[c0 + c] += T(sum_w[size_t(c)]);
+        if (dbias) dbias[c0 + c] += T(sum_b[size_t(c)]);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+Tensor layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                          Tensor& mean, Tensor& rstd) {
+  const char* op = "layer_norm_forward";
+  cpu::check_float(x, op);
+  int64_t rows = 0, features = 0;
+  rows_and_features(x, op, rows, features);
+  check_feature_vector(weight, "weight", features, x.dtype(), op);
+  check_feature_vector(bias, "bias", features, x.dtype(), op);
+  VITUNE_CHECK(std::isfinite(eps) && eps > 0, op, ": eps must be a positive number, got ", eps);
+  Tensor y(x.shape(), x.dtype());
+  mean = Tensor({rows}, x.dtype());
+  rstd = Tensor({rows}, x.dtype());
+  cpu::dispatch_float(x, op, [&](auto zero) {
+    using T = decltype(zero);
+    forward_kernel<T>(x.data<T>(), weight.data<T>(), bias.data<T>(), eps, rows, features,
+                      y.data<T>(), mean.data<T>(), rstd.data<T>());
+  });
+  return y;
+}
+
+// Backward. With xhat = (x - mean) * rstd and y = xhat * w + b, per row of F features:
+//   d mean / d x_j = 1/F,   d var / d x_j = 2 (x_j - mean) / F   (the mean's own
+//   dependence drops out because sum_k (x_k - mean) = 0),
+//   d rstd / d x_j = -1/2 (var + eps)^(-3/2) * 2 (x_j - mean) / F = -rstd^2 xhat_j / F,
+//   d xhat_i / d x_j = rstd (delta_ij - 1/F) + (x_i - mean) d rstd / d x_j
+//                    = rstd (delta_ij - 1/F - xhat_i xhat_j / F).
+// With g = dy * w (the gradient reaching xhat):
+//   dx_j = sum_i g_i d xhat_i / d x_j = rstd (g_j - mean(g) - xhat_j mean(g * xhat)).
+// The affine parameters are shared by all rows, so their gradients sum over rows:
+//   dw += sum_rows dy * xhat,   db += sum_rows dy.
+void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                         const Tensor& mean, const Tensor& rstd, Tensor* dx, Tensor* dweight,
+                         Tensor* dbias) {
+  const char* op = "layer_norm_backward";
+  cpu::check_float(x, op);
+  cpu::check_host(dy, op);
+  cpu::check_same(dy, x, op);
+  int64_t rows = 0, features = 0;
+  rows_and_features(x, op, rows, features);
+  check_feature_vector(weight, "weight", features, x.dtype(), op);
+  check_feature_vector(mean, "mean", rows, x.dtype(), op);
+  check_feature_vector(rstd, "rstd", rows, x.dtype(), op);
+  if (dweight) check_feature_vector(*dweight, "dweight", features, x.dtype(), op);
+  if (dbias) check_feature_vector(*dbias, "dbias", features, x.dtype(), op);
+  if (dx) {
+    if (dx->defined()) {
+      cpu::check_host(*dx, op);
+      cpu::check_same(*dx, x, op);
+    } else {
+      *dx = Tensor(x.shape(), x.dtype());
+    }
+  }
+  cpu::dispatch_float(x, op, [&](auto zero) {
+    using T = decltype(zero);
+    // The parameter gradients go first: they still read dy and x, which dx may share.
+    if (dweight || dbias) {
+      param_grad_kernel<T>(dy.data<T>(), x.data<T>(), mean.data<T>(), rstd.data<T>(), rows,
+                           features, dweight ? dweight->data<T>() : nullptr,
+                           dbias ? dbias->data<T>() : nullptr);
+    }
+    if (dx) {
+      input_grad_kernel<T>(dy.data<T>(), x.data<T>(), weight.data<T>(), mean.data<T>(),
+                           rstd.data<T>(), rows, features, dx->data<T>());
+    }
+  });
+}
+
+}  // namespace vitune::ops

@@ -1,0 +1,98 @@
+// CPU patch extraction for the patch embedding. patchify cuts images [B, C, H, W] into
+// non-overlapping p x p patches [B, (H/p)*(W/p), C*p*p], patches in row-major order over
+// the patch grid and each flattened in (channel, row, column) order, as a conv weight
+// [D, C, p, p] viewed as [D, C*p*p] expects. The patches tile the image exactly, so
+// patchify is a permutation of the elements and unpatchify, its adjoint, is its inverse.
+#include <cstdint>
+
+#include "engine/cpu/check.h"
+#include "engine/ops.h"
+#include "engine/parallel.h"
+
+namespace vitune::ops {
+
+namespace {
+
+struct PatchGrid {
+  int64_t batch, channels, height, width, patch, grid_h, grid_w;
+  int64_t patches_per_image() const { return grid_h * grid_w; }
+  int64_t patch_size() const { return channels * patch * patch; }
+};
+
+PatchGrid make_grid(const Shape& image_shape, int patch, const char* op) {
+  VITUNE_CHECK(image_shape.size() == 4, op, ": images must be 4-D [B, C, H, W], got shape ",
+               shape_str(image_shape));
+  VITUNE_CHECK(patch >= 1, op, ": patch size must be positive, got ", patch);
+  PatchGrid g{image_shape[0], image_shape[1], image_shape[2], image_shape[3], patch, 0, 0};
+  VITUNE_CHECK(g.height % patch == 0 && g.width % patch == 0, op, ": image height ", g.height,
+               " and width ", g.width, " must be divisible by the patch size ", patch);
+  g.grid_h = g.height / patch;
+  g.grid_w = g.width / patch;
+  return g;
+}
+
+// Calls move(image_offset, patch_offset) for each row of p pixels of patch `n` (the
+// patch index over batch and grid) in the patch's flattening order.
+template <typename Move>
+void for_each_patch_row(const PatchGrid& g, int64_t n, Move move) {
+  const int64_t b = n / g.patches_per_image();
+  const int64_t within = n % g.patches_per_image();
+  const int64_t top = (within / g.grid_w) * g.patch;
+  const int64_t left = (within % g.grid_w) * g.patch;
+  int64_t patch_offset = n * g.patch_size();
+  for (int64_t c = 0; c < g.channels; ++c) {
+    for (int64_t i = 0; i < g.patch; ++i) {
+      const int64_t image_offset = ((b * g.channels + c) * g.height + top + i) * g.width + left;
+      move(image_offset, patch_offset);
+      patch_offset += g.patch;
+    }
+  }
+}
+
+}  // namespace
+
+Tensor patchify(const Tensor& images, int patch) {
+  cpu::check_float(images, "patchify");
+  const PatchGrid g = make_grid(images.shape(), patch, "patchify");
+  Tensor patches({g.batch, g.patches_per_image(), g.patch_size()}, images.dtype());
+  cpu::dispatch_float(images, "patchify", [&](auto zero) {
+    using T = decltype(zero);
+    const T* in = images.data<T>();
+    T* out = patches.data<T>();
+    const int64_t p = g.patch;
+    parallel_for(g.batch * g.patches_per_image(), 16, [&](int64_t begin, int64_t end) {
+      for (int64_t n = begin; n < end; ++n) {
+        for_each_patch_row(g, n, [&](int64_t image_offset, int64_t patch_offset) {
+          for (int64_t j = 0; j < p; ++j) out[patch_offset + j] = in[image_offset + j];
+        });
+      }
+    });
+  });
+  return patches;
+}
+
+Tensor unpatchify(const Tensor& patches, const Shape& image_shape, int patch) {
+  cpu::check_float(patches, "unpatchify");
+  const PatchGrid g = make_grid(image_shape, patch, "unpatchify");
+  const Shape expected{g.batch, g.patches_per_image(), g.patch_size()};
+  VITUNE_CHECK(patches.shape() == expected, "unpatchify: patches for images ",
+               shape_str(image_shape), " with patch size ", patch, " must have shape ",
+               shape_str(expected), ", got ", patches.str());
+  Tensor images(image_shape, patches.dtype());
+  cpu::dispatch_float(patches, "unpatchify", [&](auto zero) {
+    using T = decltype(zero);
+    const T* in = patches.data<T>();
+    T* out = images.data<T>();
+    const int64_t p = g.patch;
+    parallel_for(g.batch * g.patches_per_image(), 16, [&](int64_t begin, int64_t end) {
+      for (int64_t n = begin; n < end; ++n) {
+        for_each_patch_row(g, n, [&](int64_t image_offset, int64_t patch_offset) {
+          for (int64_t j = 0; j < p; ++j) out[image_offset + j] = in[patch_offset + j];
+        });
+      }
+    });
+  });
+  return images;
+}
+
+}  // namespace vitune::ops

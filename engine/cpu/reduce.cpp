@@ -1,0 +1,111 @@
+// CPU reductions: column sums over rows (the bias gradient), the sum and the sum of
+// squares of all elements, and the finiteness test. Sums run in double in an order
+// fixed by the data's shape alone, so the thread count never changes a result.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "engine/cpu/check.h"
+#include "engine/ops.h"
+#include "engine/parallel.h"
+
+namespace vitune::ops {
+
+namespace {
+
+// Columns summed together by one task of sum_rows_into: their double partial sums
+// stay in one small buffer while the rows stream past.
+constexpr int64_t kColumnBlock = 64;
+
+// Elements per block of sum_all / sum_squares. Each block is summed in index order;
+// the block sums are then added in block order. Fixed size, so independent of threads.
+constexpr int64_t kSumBlock = 4096;
+
+// Sum over blocks of sum_{i in block} term(v[i]), as described above.
+template <typename T, typename Term>
+double blocked_sum(const T* v, int64_t n, Term term) {
+  const int64_t blocks = (n + kSumBlock - 1) / kSumBlock;
+  std::vector<double> partial(size_t(blocks), 0.0);
+  parallel_for(blocks, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      const int64_t first = b * kSumBlock;
+      const int64_t last = std::min(n, first + kSumBlock);
+      double s = 0.0;
+      for (int64_t i = first; i < last; ++i) s += term(double(v[i]));
+      partial[size_t(b)] = s;
+    }
+  });
+  double total = 0.0;
+  for (double s : partial) total += s;
+  return total;
+}
+
+}  // namespace
+
+void sum_rows_into(const Tensor& x, Tensor& accumulate) {
+  cpu::check_float(x, "sum_rows_into");
+  cpu::check_float(accumulate, "sum_rows_into");
+  VITUNE_CHECK(x.ndim() >= 1, "sum_rows_into: x must have at least one dimension, got ", x.str());
+  const int64_t cols = x.dim(-1);
+  VITUNE_CHECK(accumulate.ndim() == 1 && accumulate.dim(0) == cols &&
+                   accumulate.dtype() == x.dtype(),
+               "sum_rows_into: accumulate must be ", dtype_name(x.dtype()), "[", cols,
+               "] (x's last dimension and dtype) for x ", x.str(), ", got ", accumulate.str());
+  if (cols == 0) return;
+  const int64_t rows = x.numel() / cols;
+  const int64_t blocks = (cols + kColumnBlock - 1) / kColumnBlock;
+  cpu::dispatch_float(x, "sum_rows_into", [&](auto zero) {
+    using T = decltype(zero);
+    const T* in = x.data<T>();
+    T* out = accumulate.data<T>();
+    parallel_for(blocks, 1, [&](int64_t begin, int64_t end) {
+      double sums[kColumnBlock];
+      for (int64_t b = begin; b < end; ++b) {
+        const int64_t c0 = b * kColumnBlock;
+        const int64_t width = std::min(kColumnBlock, cols - c0);
+        std::fill(sums, sums + width, 0.0);
+        for (int64_t r = 0; r < rows; ++r) {
+          const T* line = in + r * cols + c0;
+          for (int64_t c = 0; c < width; ++c) sums[c] += double(line[c]);
+        }
+        for (int64_t c = 0; c < width; ++c) out[c0 + c] += T(sums[c]);
+      }
+    });
+  });
+}
+
+double sum_all(const Tensor& x) {
+  return cpu::dispatch_float(x, "sum_all", [&](auto zero) {
+    using T = decltype(zero);
+    return blocked_sum(x.data<T>(), x.numel(), [](double v) { return v; });
+  });
+}
+
+double sum_squares(const Tensor& x) {
+  return cpu::dispatch_float(x, "sum_squares", [&](auto zero) {
+    using T = decltype(zero);
+    return blocked_sum(x.data<T>(), x.numel(), [](double v) { return v * v; });
+  });
+}
+
+bool all_finite(const Tensor& x) {
+  return cpu::dispatch_float(x, "all_finite", [&](auto zero) {
+    using T = decltype(zero);
+    const T* v = x.data<T>();
+    const int64_t blocks = (x.numel() + kSumBlock - 1) / kSumBlock;
+    std::vector<char> finite(size_t(blocks), 1);
+    parallel_for(blocks, 16, [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) {
+        const int64_t first = b * kSumBlock;
+        const int64_t last = std::min(x.numel(), first + kSumBlock);
+        bool ok = true;
+        for (int64_t i = first; i < last; ++i) ok &= std::isfinite(v[i]);
+        finite[size_t(b)] = ok;
+      }
+    });
+    return std::all_of(finite.begin(), finite.end(), [](char ok) { return ok != 0; });
+  });
+}
+
+}  // namespace vitune::ops

@@ -1,0 +1,14 @@
+// Counts the floating-point operations of the matrix products the engine runs (2 per
+// multiply-add), so commands can report FLOPs per image and tests can prove that a
+// product was skipped. Elementwise work is not counted: it is small beside the GEMMs.
+#pragma once
+
+#include <cstdint>
+
+namespace vitune {
+
+void count_flops(int64_t flops);
+int64_t flops_counted();
+void reset_flop_counter();
+
+}  // namespace vitune

@@ -1,0 +1,137 @@
+// The thread pool behind parallel_for: workers sleep on a condition variable, wake for
+// each job, run their chunk and count themselves done.
+#include "engine/parallel.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/cpu/blas.h"
+
+namespace vitune {
+
+namespace {
+
+thread_local bool inside_parallel_region = false;
+
+class ThreadPool {
+ public:
+  ThreadPool() { resize(initial_size()); }
+  ~ThreadPool() { stop_workers(); }
+
+  int size() const { return size_; }
+
+  void resize(int n) {
+    if (n < 1) n = int(std::max(1u, std::thread::hardware_concurrency()));
+    stop_workers();
+    size_ = n;
+    stopping_ = false;
+    // New workers wait for the next job, not the last one that ran.
+    for (int i = 1; i < n; ++i) workers_.emplace_back([this, i, g = generation_] { work(i, g); });
+    blas_set_num_threads(1);  // GEMM panels are spread over this pool instead
+  }
+
+  void run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
+    if (n <= 0) return;
+    int64_t chunks = std::min<int64_t>(size_, std::max<int64_t>(1, n / std::max<int64_t>(1, grain)));
+    if (chunks <= 1 || inside_parallel_region) {
+      body(0, n);
+      return;
+    }
+    std::unique_lock<std::mutex> job_lock(job_mutex_);  // one job at a time
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      body_ = &body;
+      n_ = n;
+      chunks_ = chunks;
+      pending_ = int(chunks - 1);
+      error_ = nullptr;
+      ++generation_;
+    }
+    wake_.notify_all();
+    run_chunk(0);
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [this] { return pending_ == 0; });
+    body_ = nullptr;
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  static int initial_size() {
+    const char* env = std::getenv("VITUNE_NUM_THREADS");
+    return env ? std::atoi(env) : 0;
+  }
+
+  void run_chunk(int64_t chunk) {
+    int64_t begin = n_ * chunk / chunks_;
+    int64_t end = n_ * (chunk + 1) / chunks_;
+    inside_parallel_region = true;
+    try {
+      (*body_)(begin, end);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+    inside_parallel_region = false;
+  }
+
+  void work(int index, uint64_t seen) {
+    for (;;) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      if (stopping_) return;
+      seen = generation_;
+      if (index >= chunks_) continue;
+      lock.unlock();
+      run_chunk(index);
+      lock.lock();
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+
+  void stop_workers() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (auto& worker : workers_) worker.join();
+    workers_.clear();
+  }
+
+  int size_ = 1;
+  std::vector<std::thread> workers_;
+  std::mutex job_mutex_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  const std::function<void(int64_t, int64_t)>* body_ = nullptr;
+  int64_t n_ = 0;
+  int64_t chunks_ = 0;
+  int pending_ = 0;
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+  std::exception_ptr error_;
+};
+
+ThreadPool& pool() {
+  static ThreadPool instance;
+  return instance;
+}
+
+}  // namespace
+
+int num_threads() { return pool().size(); }
+
+void set_num_threads(int n) { pool().resize(n); }
+
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
+  pool().run(n, grain, body);
+}
+
+}  // namespace vitune

@@ -1,0 +1,115 @@
+// Tensor: a shape, a dtype, a device and a shared, reference-counted block of bytes.
+// Tensors are always dense and row-major (C order); a view (reshape, rows) shares the
+// storage of the tensor it came from and starts at a byte offset into it. Copies are
+// cheap (they share bytes); `clone()` makes an independent copy.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/device.h"
+#include "engine/dtype.h"
+#include "engine/error.h"
+
+namespace vitune {
+
+using Shape = std::vector<int64_t>;
+
+std::string shape_str(const Shape& shape);
+int64_t shape_numel(const Shape& shape);
+
+// A block of bytes. Owned blocks come from the accounting allocator; borrowed blocks
+// (a memory-mapped file) carry a release function and are not counted.
+class Storage {
+ public:
+  Storage(Device device, size_t bytes);
+  Storage(void* data, size_t bytes, Device device, std::function<void()> release);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  Device device() const { return device_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+  Device device_;
+  std::function<void()> release_;  // empty for owned blocks
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Uninitialised tensor of the given shape.
+  explicit Tensor(Shape shape, DType dtype = DType::F32, Device device = Device::cpu());
+
+  static Tensor zeros(Shape shape, DType dtype = DType::F32, Device device = Device::cpu());
+  static Tensor full(Shape shape, double value, DType dtype = DType::F32);
+  template <typename T>
+  static Tensor from_vector(Shape shape, const std::vector<T>& values);
+  // A view onto `bytes` starting at `offset` inside `storage`.
+  static Tensor view_of(std::shared_ptr<Storage> storage, size_t offset, Shape shape, DType dtype);
+
+  bool defined() const { return storage_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  int ndim() const { return int(shape_.size()); }
+  int64_t dim(int axis) const;  // negative axes count from the end
+  int64_t numel() const { return numel_; }
+  DType dtype() const { return dtype_; }
+  Device device() const { return storage_ ? storage_->device() : Device::cpu(); }
+  size_t nbytes() const { return size_t(numel_) * dtype_size(dtype_); }
+  std::string str() const;  // "f32[2, 3]"
+
+  void* raw() const { return static_cast<char*>(storage_->data()) + offset_; }
+  template <typename T>
+  T* data() const {
+    VITUNE_CHECK(dtype_of<T>::value == dtype_, "tensor ", str(), " accessed as ",
+                 dtype_name(dtype_of<T>::value));
+    return static_cast<T*>(raw());
+  }
+
+  // Same bytes, new shape; one dimension may be -1.
+  Tensor reshape(Shape shape) const;
+  // Rows [begin, end) along the first dimension, as a view.
+  Tensor rows(int64_t begin, int64_t end) const;
+  Tensor clone() const;
+  // Converted copy (or this tensor itself when the dtype already matches).
+  Tensor to(DType dtype) const;
+  // Copies the values of `source` (same shape and dtype) into this tensor's bytes.
+  void copy_from(const Tensor& source);
+  void fill(double value);
+  void zero();
+
+  template <typename T>
+  std::vector<T> to_vector() const {
+    const T* p = data<T>();
+    return std::vector<T>(p, p + numel_);
+  }
+  // Scalar read of element `index` of a float tensor (f32 or f64), for tests and logs.
+  double item(int64_t index = 0) const;
+
+  bool same_storage(const Tensor& other) const { return storage_ == other.storage_; }
+
+ private:
+  std::shared_ptr<Storage> storage_;
+  size_t offset_ = 0;
+  Shape shape_;
+  int64_t numel_ = 0;
+  DType dtype_ = DType::F32;
+};
+
+template <typename T>
+Tensor Tensor::from_vector(Shape shape, const std::vector<T>& values) {
+  Tensor t(std::move(shape), dtype_of<T>::value);
+  VITUNE_CHECK(int64_t(values.size()) == t.numel(), "from_vector: ", values.size(),
+               " values for shape ", shape_str(t.shape()));
+  std::copy(values.begin(), values.end(), t.data<T>());
+  return t;
+}
+
+}  // namespace vitune

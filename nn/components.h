@@ -1,0 +1,23 @@
+// The component taxonomy of a ViT's parameters, as the plasticity paper cuts a model:
+// emb (patch embedding, cls token, position embedding), ln1, mha, ln2, fc1, fc2 (per
+// block), norm (the final LayerNorm) and head.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace vitune::nn {
+
+enum class Component { Emb, LN1, MHA, LN2, FC1, FC2, Norm, Head };
+
+// All components in model order.
+const std::vector<Component>& all_components();
+// "emb", "ln1", "mha", "ln2", "fc1", "fc2", "norm", "head".
+const char* component_name(Component component);
+// The component a timm parameter name belongs to; throws vitune::Error for names
+// outside the taxonomy.
+Component component_of(const std::string& parameter_name);
+// The block index of a parameter name ("blocks.7.mlp.fc1.weight" -> 7), -1 outside blocks.
+int block_of(const std::string& parameter_name);
+
+}  // namespace vitune::nn

@@ -1,0 +1,110 @@
+// Forward passes of the ViT's modules, composed from the tape's fused functions.
+#include "nn/layers.h"
+
+namespace vitune::nn {
+
+namespace {
+void notify(const Observer& observe, const std::string& name, const Variable& v) {
+  if (observe) observe(name, v.value());
+}
+}  // namespace
+
+Linear::Linear(const std::string& prefix, int64_t in_features, int64_t out_features)
+    : weight(prefix + ".weight", Tensor::zeros({out_features, in_features})),
+      bias(prefix + ".bias", Tensor::zeros({out_features})) {}
+
+Variable Linear::forward(const Variable& x) const { return autograd::linear(x, weight.var(), bias.var()); }
+
+void Linear::parameters(std::vector<Parameter*>& out) {
+  out.push_back(&weight);
+  out.push_back(&bias);
+}
+
+LayerNorm::LayerNorm(const std::string& prefix, int64_t dim, double eps)
+    : weight(prefix + ".weight", Tensor::full({dim}, 1.0)),
+      bias(prefix + ".bias", Tensor::zeros({dim})),
+      eps(eps) {}
+
+Variable LayerNorm::forward(const Variable& x) const {
+  return autograd::layer_norm(x, weight.var(), bias.var(), eps);
+}
+
+void LayerNorm::parameters(std::vector<Parameter*>& out) {
+  out.push_back(&weight);
+  out.push_back(&bias);
+}
+
+MultiHeadAttention::MultiHeadAttention(const std::string& prefix, int64_t dim, int heads)
+    : qkv(prefix + ".qkv", dim, 3 * dim), proj(prefix + ".proj", dim, dim), heads(heads) {}
+
+Variable MultiHeadAttention::forward(const Variable& x, const Observer& observe,
+                                     const std::string& ctx_name) const {
+  Variable ctx = autograd::attention(qkv.forward(x), heads);
+  notify(observe, ctx_name, ctx);
+  return proj.forward(ctx);
+}
+
+void MultiHeadAttention::parameters(std::vector<Parameter*>& out) {
+  qkv.parameters(out);
+  proj.parameters(out);
+}
+
+Mlp::Mlp(const std::string& prefix, int64_t dim, int64_t hidden)
+    : fc1(prefix + ".fc1", dim, hidden), fc2(prefix + ".fc2", hidden, dim) {}
+
+void Mlp::parameters(std::vector<Parameter*>& out) {
+  fc1.parameters(out);
+  fc2.parameters(out);
+}
+
+Block::Block(const std::string& prefix, int64_t dim, int heads, int64_t hidden, double eps)
+    : prefix(prefix),
+      norm1(prefix + ".norm1", dim, eps),
+      attn(prefix + ".attn", dim, heads),
+      norm2(prefix + ".norm2", dim, eps),
+      mlp(prefix + ".mlp", dim, hidden) {}
+
+Variable Block::forward(const Variable& x, const Observer& observe) const {
+  const std::string p = prefix + ".";
+  notify(observe, p + "norm1_in", x);
+  Variable h = norm1.forward(x);
+  notify(observe, p + "norm1_out", h);
+  Variable attn_out = attn.forward(h, observe, p + "attn_ctx");
+  notify(observe, p + "attn_out", attn_out);
+  Variable mid = autograd::add(x, attn_out);
+  notify(observe, p + "norm2_in", mid);
+  Variable h2 = norm2.forward(mid);
+  notify(observe, p + "norm2_out", h2);
+  Variable pre = mlp.fc1.forward(h2);
+  notify(observe, p + "fc1_pre", pre);
+  Variable act = autograd::gelu(pre);
+  notify(observe, p + "fc1_act", act);
+  Variable fc2_out = mlp.fc2.forward(act);
+  notify(observe, p + "fc2_out", fc2_out);
+  Variable out = autograd::add(mid, fc2_out);
+  notify(observe, p + "block_out", out);
+  return out;
+}
+
+void Block::parameters(std::vector<Parameter*>& out) {
+  norm1.parameters(out);
+  attn.parameters(out);
+  norm2.parameters(out);
+  mlp.parameters(out);
+}
+
+PatchEmbed::PatchEmbed(int64_t in_chans, int patch, int64_t dim)
+    : weight("patch_embed.proj.weight", Tensor::zeros({dim, in_chans, patch, patch})),
+      bias("patch_embed.proj.bias", Tensor::zeros({dim})),
+      patch(patch) {}
+
+Variable PatchEmbed::forward(const Variable& images) const {
+  return autograd::linear(autograd::patchify(images, patch), weight.var(), bias.var());
+}
+
+void PatchEmbed::parameters(std::vector<Parameter*>& out) {
+  out.push_back(&weight);
+  out.push_back(&bias);
+}
+
+}  // namespace vitune::nn

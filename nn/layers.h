@@ -1,0 +1,85 @@
+// The ViT's modules, timm's names and layouts: Linear, LayerNorm, MultiHeadAttention
+// (fused qkv), Mlp, Block (pre-norm) and PatchEmbed. Each module owns its parameters,
+// named with their full dotted timm names ("blocks.3.attn.qkv.weight").
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/functions.h"
+#include "nn/parameter.h"
+
+namespace vitune::nn {
+
+using autograd::Variable;
+
+// Called with each named intermediate of a forward pass ("blocks.0.norm1_out", ...).
+using Observer = std::function<void(const std::string& name, const Tensor& value)>;
+
+class Linear {
+ public:
+  Linear(const std::string& prefix, int64_t in_features, int64_t out_features);
+  Variable forward(const Variable& x) const;
+  void parameters(std::vector<Parameter*>& out);
+  Parameter weight;  // [out, in]
+  Parameter bias;    // [out]
+};
+
+class LayerNorm {
+ public:
+  LayerNorm(const std::string& prefix, int64_t dim, double eps);
+  Variable forward(const Variable& x) const;
+  void parameters(std::vector<Parameter*>& out);
+  Parameter weight;
+  Parameter bias;
+  double eps;
+};
+
+class MultiHeadAttention {
+ public:
+  MultiHeadAttention(const std::string& prefix, int64_t dim, int heads);
+  // Returns proj(attention(qkv(x))); reports the context (proj's input) as `ctx_name`.
+  Variable forward(const Variable& x, const Observer& observe, const std::string& ctx_name) const;
+  void parameters(std::vector<Parameter*>& out);
+  Linear qkv;   // [3D, D]: rows q, then k, then v; heads contiguous inside each
+  Linear proj;  // [D, D]
+  int heads;
+};
+
+class Mlp {
+ public:
+  Mlp(const std::string& prefix, int64_t dim, int64_t hidden);
+  void parameters(std::vector<Parameter*>& out);
+  Linear fc1;
+  Linear fc2;
+};
+
+// Pre-norm transformer block:
+//   x = x + proj(attn(norm1(x)));  x = x + fc2(gelu(fc1(norm2(x)))).
+class Block {
+ public:
+  Block(const std::string& prefix, int64_t dim, int heads, int64_t hidden, double eps);
+  Variable forward(const Variable& x, const Observer& observe) const;
+  void parameters(std::vector<Parameter*>& out);
+  std::string prefix;
+  LayerNorm norm1;
+  MultiHeadAttention attn;
+  LayerNorm norm2;
+  Mlp mlp;
+};
+
+// A conv with kernel = stride = patch, computed as patchify then a linear map with the
+// kernel [D, C, p, p] read as a [D, C p p] matrix.
+class PatchEmbed {
+ public:
+  PatchEmbed(int64_t in_chans, int patch, int64_t dim);
+  Variable forward(const Variable& images) const;  // [B, C, H, W] -> [B, N, D]
+  void parameters(std::vector<Parameter*>& out);
+  Parameter weight;  // patch_embed.proj.weight [D, C, p, p]
+  Parameter bias;    // patch_embed.proj.bias [D]
+  int patch;
+};
+
+}  // namespace vitune::nn

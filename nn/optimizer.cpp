@@ -1,0 +1,103 @@
+// The parameter walk shared by every optimizer, and the SGD and AdamW entry updates.
+#include "nn/optimizer.h"
+
+#include <cmath>
+
+#include "engine/parallel.h"
+
+namespace vitune::nn {
+
+Optimizer::Optimizer(std::vector<Parameter*> parameters, double lr)
+    : lr_(lr), parameters_(std::move(parameters)) {}
+
+void Optimizer::step() {
+  ++steps_;
+  for (Parameter* p : parameters_) {
+    if (p->state() == FreezeState::Frozen) {
+      state_.erase(p);
+      continue;
+    }
+    const Tensor& grad = p->grad();
+    if (!grad.defined()) continue;
+    int64_t count = p->trainable_count();
+    VITUNE_CHECK(grad.numel() == count && grad.dtype() == DType::F32, "optimizer: gradient ",
+                 grad.str(), " of '", p->name(), "' does not match its ", count, " trainable entries");
+    ParameterState& state = state_[p];
+    if (state.buffers.empty() || state.buffers[0].numel() != count) {
+      // First update, or the selection changed: the state starts afresh.
+      state = ParameterState();
+      for (int s = 0; s < slots(); ++s) state.buffers.push_back(Tensor::zeros({count}));
+    }
+    const int64_t* index = p->state() == FreezeState::Masked ? p->mask_indices().data<int64_t>() : nullptr;
+    update(p->mutable_value().data<float>(), index, grad.data<float>(), count, state.buffers,
+           ++state.steps);
+  }
+}
+
+void Optimizer::zero_grad() {
+  for (Parameter* p : parameters_) p->zero_grad();
+}
+
+int64_t Optimizer::state_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& [param, state] : state_) {
+    for (const Tensor& t : state.buffers) bytes += int64_t(t.nbytes());
+  }
+  return bytes;
+}
+
+Sgd::Sgd(std::vector<Parameter*> parameters, const SgdOptions& options)
+    : Optimizer(std::move(parameters), options.lr), options_(options) {
+  VITUNE_CHECK(options.lr >= 0 && options.momentum >= 0 && options.weight_decay >= 0,
+               "SGD: lr, momentum and weight decay must be non-negative");
+  VITUNE_CHECK(!options.nesterov || options.momentum > 0, "SGD: Nesterov needs a positive momentum");
+}
+
+void Sgd::update(float* value, const int64_t* index, const float* grad, int64_t count,
+                 std::vector<Tensor>& state, int64_t step) {
+  const float lr = float(lr_), momentum = float(options_.momentum), wd = float(options_.weight_decay);
+  const bool first = step == 1;
+  float* buffer = state.empty() ? nullptr : state[0].data<float>();
+  parallel_for(count, 4096, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float& p = value[index ? index[i] : i];
+      float d = grad[i] + wd * p;
+      if (buffer) {
+        buffer[i] = first ? d : momentum * buffer[i] + d;
+        d = options_.nesterov ? d + momentum * buffer[i] : buffer[i];
+      }
+      p -= lr * d;
+    }
+  });
+}
+
+AdamW::AdamW(std::vector<Parameter*> parameters, const AdamWOptions& options)
+    : Optimizer(std::move(parameters), options.lr), options_(options) {
+  VITUNE_CHECK(options.lr >= 0 && options.weight_decay >= 0 && options.eps >= 0,
+               "AdamW: lr, eps and weight decay must be non-negative");
+  VITUNE_CHECK(options.beta1 >= 0 && options.beta1 < 1 && options.beta2 >= 0 && options.beta2 < 1,
+               "AdamW: betas must be in [0, 1)");
+}
+
+void AdamW::update(float* value, const int64_t* index, const float* grad, int64_t count,
+                   std::vector<Tensor>& state, int64_t step) {
+  const double t = double(step);
+  const float decay = float(1.0 - lr_ * options_.weight_decay);
+  const float b1 = float(options_.beta1), b2 = float(options_.beta2), eps = float(options_.eps);
+  const float step_size = float(lr_ / (1.0 - std::pow(options_.beta1, t)));
+  const float bias2_sqrt = float(std::sqrt(1.0 - std::pow(options_.beta2, t)));
+  float* m = state[0].data<float>();
+  float* v = state[1].data<float>();
+  parallel_for(count, 4096, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float& p = value[index ? index[i] : i];
+      float g = grad[i];
+      p *= decay;
+      m[i] += (g - m[i]) * (1.0f - b1);
+      v[i] = v[i] * b2 + (1.0f - b2) * g * g;
+      p -= step_size * m[i] / (std::sqrt(v[i]) / bias2_sqrt + eps);
+    }
+  });
+}
+
+}  // namespace vitune::nn

@@ -1,0 +1,85 @@
+// The ViT's construction, forward pass and initialisation.
+#include "nn/vit.h"
+
+#include "engine/random.h"
+
+namespace vitune::nn {
+
+VisionTransformer::VisionTransformer(const VitConfig& config)
+    : patch_embed(config.in_chans, config.patch, config.dim),
+      cls_token("cls_token", Tensor::zeros({1, 1, config.dim})),
+      pos_embed("pos_embed", Tensor::zeros({1, config.tokens(), config.dim})),
+      norm("norm", config.dim, config.ln_eps),
+      config_(config) {
+  config.validate("ViT config");
+  for (int i = 0; i < config.depth; ++i) {
+    blocks.push_back(std::make_unique<Block>("blocks." + std::to_string(i), config.dim, config.heads,
+                                             config.hidden(), config.ln_eps));
+  }
+  if (config.num_classes > 0) head = std::make_unique<Linear>("head", config.dim, config.num_classes);
+  parameters_.push_back(&cls_token);
+  parameters_.push_back(&pos_embed);
+  patch_embed.parameters(parameters_);
+  for (auto& block : blocks) block->parameters(parameters_);
+  norm.parameters(parameters_);
+  if (head) head->parameters(parameters_);
+}
+
+Variable VisionTransformer::features(const Variable& images, const Observer& observe) const {
+  const Tensor& x = images.value();
+  VITUNE_CHECK(x.ndim() == 4 && x.dim(1) == config_.in_chans && x.dim(2) == config_.img_size &&
+                   x.dim(3) == config_.img_size,
+               "ViT input: expected images [B, ", config_.in_chans, ", ", config_.img_size, ", ",
+               config_.img_size, "], got ", x.str());
+  Variable tokens = patch_embed.forward(images);
+  tokens = autograd::prepend_token(cls_token.var(), tokens);
+  tokens = autograd::add_broadcast_batch(tokens, pos_embed.var());
+  for (const auto& block : blocks) tokens = block->forward(tokens, observe);
+  return autograd::select_token(norm.forward(tokens), 0);
+}
+
+Variable VisionTransformer::forward(const Variable& images, const Observer& observe) const {
+  Variable feature = features(images, observe);
+  return head ? head->forward(feature) : feature;
+}
+
+Parameter* VisionTransformer::find_parameter(const std::string& name) const {
+  for (Parameter* p : parameters_) {
+    if (p->name() == name) return p;
+  }
+  return nullptr;
+}
+
+Parameter& VisionTransformer::parameter(const std::string& name) const {
+  Parameter* p = find_parameter(name);
+  VITUNE_CHECK(p != nullptr, "the model has no parameter '", name, "' (names are timm's, e.g. ",
+               "blocks.0.attn.qkv.weight; depth ", config_.depth, ")");
+  return *p;
+}
+
+int64_t VisionTransformer::parameter_count() const {
+  int64_t total = 0;
+  for (const Parameter* p : parameters_) total += p->numel();
+  return total;
+}
+
+void VisionTransformer::init_weights(uint64_t seed) {
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    Parameter& p = *parameters_[i];
+    Tensor& value = p.mutable_value();
+    const std::string& name = p.name();
+    bool is_bias = name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+    bool is_norm = name.find("norm") != std::string::npos;
+    if (name == "cls_token") {
+      fill_normal(value, seed, i, 0.0, 1e-6);
+    } else if (is_norm) {
+      value.fill(is_bias ? 0.0 : 1.0);
+    } else if (is_bias) {
+      value.zero();
+    } else {
+      fill_trunc_normal(value, seed, i, 0.02);
+    }
+  }
+}
+
+}  // namespace vitune::nn

@@ -1,0 +1,49 @@
+// VisionTransformer: patch embedding, cls token, learned position embedding, pre-norm
+// blocks, final LayerNorm and a linear head on the cls token, exactly as timm's
+// VisionTransformer(class_token=True, global_pool='token').
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "nn/layers.h"
+#include "nn/vit_config.h"
+
+namespace vitune::nn {
+
+class VisionTransformer {
+ public:
+  explicit VisionTransformer(const VitConfig& config);
+
+  const VitConfig& config() const { return config_; }
+  // images [B, C, H, W] f32 -> logits [B, num_classes] (the final-normed cls feature
+  // [B, dim] when num_classes is 0). `observe` sees every block's intermediates.
+  Variable forward(const Variable& images, const Observer& observe = {}) const;
+  // The final-normed cls feature [B, dim], the input of the head.
+  Variable features(const Variable& images, const Observer& observe = {}) const;
+
+  // All parameters in timm's state-dict order.
+  const std::vector<Parameter*>& parameters() const { return parameters_; }
+  // The parameter with this timm name; the error lists the valid names' pattern.
+  Parameter& parameter(const std::string& name) const;
+  Parameter* find_parameter(const std::string& name) const;
+  int64_t parameter_count() const;
+
+  // timm's initialisation: linear and patch weights and pos_embed truncated normal with
+  // std 0.02, cls_token normal with std 1e-6, biases 0, LayerNorms 1 and 0. Counter-based:
+  // parameter i draws from stream i of `seed`.
+  void init_weights(uint64_t seed);
+
+  PatchEmbed patch_embed;
+  Parameter cls_token;  // [1, 1, D]
+  Parameter pos_embed;  // [1, N + 1, D]
+  std::vector<std::unique_ptr<Block>> blocks;
+  LayerNorm norm;
+  std::unique_ptr<Linear> head;  // null when num_classes == 0
+
+ private:
+  VitConfig config_;
+  std::vector<Parameter*> parameters_;
+};
+
+}  // namespace vitune::nn

@@ -1,0 +1,109 @@
+// A backward computes only the gradients somebody needs: frozen weights skip their
+// product, the walk stops below the earliest trainable parameter, element-masked
+// weights get exactly the selected entries of the dense gradient, and no_grad records
+// nothing. Skipped products are proven with the engine's FLOP counter.
+#include "autograd/functions.h"
+#include "engine/flop_counter.h"
+#include "engine/ops.h"
+#include "engine/random.h"
+#include "test_util.h"
+
+namespace vitune::testing {
+namespace {
+
+using autograd::Variable;
+namespace ag = autograd;
+
+constexpr int64_t kTokens = 6, kWidth = 8;
+
+Tensor random_f32(const Shape& shape, uint64_t stream) {
+  Tensor t(shape, DType::F32);
+  fill_normal(t, 7, stream, 0.0, 1.0);
+  return t;
+}
+
+struct Chain {
+  Variable x{random_f32({kTokens, kWidth}, 1)};
+  Variable w1{random_f32({kWidth, kWidth}, 2), true, "w1"};
+  Variable w2{random_f32({kWidth, kWidth}, 3), true, "w2"};
+  Variable w3{random_f32({kWidth, kWidth}, 4), true, "w3"};
+  Variable forward() const {
+    Variable h = ag::linear(ag::linear(ag::linear(x, w1, Variable()), w2, Variable()), w3, Variable());
+    return ag::cross_entropy(h, Tensor::from_vector<int64_t>({kTokens}, {0, 1, 2, 3, 4, 5}));
+  }
+  // FLOPs of the backward pass alone.
+  int64_t backward_flops() const {
+    Variable loss = forward();
+    reset_flop_counter();
+    ag::backward(loss);
+    return flops_counted();
+  }
+};
+
+constexpr int64_t kProduct = 2 * kTokens * kWidth * kWidth;  // one [T,W] x [W,W] GEMM
+
+TEST(Freezing, AllTrainableRunsEveryProductButTheInputGradient) {
+  Chain c;
+  // dW for three layers, dX for the top two (x itself needs no gradient).
+  EXPECT_EQ(c.backward_flops(), 5 * kProduct);
+}
+
+TEST(Freezing, FrozenMiddleWeightSkipsItsProductButPropagates) {
+  Chain c;
+  c.w2.set_requires_grad(false);
+  EXPECT_EQ(c.backward_flops(), 4 * kProduct);
+  EXPECT_FALSE(c.w2.grad().defined());
+  EXPECT_TRUE(c.w1.grad().defined());
+}
+
+TEST(Freezing, BackwardStopsBelowTheEarliestTrainableParameter) {
+  Chain c;
+  c.w1.set_requires_grad(false);
+  c.w3.set_requires_grad(false);
+  // w3: only dX (to reach w2); w2: only dW; w1: nothing at all.
+  EXPECT_EQ(c.backward_flops(), 2 * kProduct);
+  EXPECT_TRUE(c.w2.grad().defined());
+  EXPECT_FALSE(c.w1.grad().defined());
+  EXPECT_FALSE(c.w3.grad().defined());
+}
+
+TEST(Freezing, NothingTrainableRecordsNoTape) {
+  Chain c;
+  for (const Variable* w : {&c.w1, &c.w2, &c.w3}) w->impl()->requires_grad = false;
+  Variable loss = c.forward();
+  EXPECT_FALSE(loss.requires_grad());
+  EXPECT_THROW(ag::backward(loss), Error);
+}
+
+TEST(Freezing, NoGradScopeRecordsNothing) {
+  Chain c;
+  ag::NoGradGuard guard;
+  EXPECT_FALSE(c.forward().requires_grad());
+}
+
+TEST(Freezing, MaskedWeightGetsExactlyTheSelectedEntriesOfTheDenseGradient) {
+  Chain dense;
+  dense.forward();
+  ag::backward(dense.forward());
+  Tensor full = dense.w2.grad();
+
+  Chain masked;
+  Tensor indices = Tensor::from_vector<int64_t>({4}, {0, 9, 10, 63});
+  masked.w2.set_grad_indices(indices);
+  int64_t flops = masked.backward_flops();
+  ASSERT_EQ(masked.w2.grad().shape(), Shape({4}));
+  EXPECT_TRUE(tensors_close(masked.w2.grad(), ops::gather(full, indices), {1e-6, 1e-5}, "masked w2"));
+  // The dense [W, W] weight product of w2 is not run: only 2 T per selected entry.
+  EXPECT_EQ(flops, 4 * kProduct + 2 * kTokens * 4);
+}
+
+TEST(Freezing, LeafGradientsAccumulateAcrossBackwardPasses) {
+  Chain c;
+  ag::backward(c.forward());
+  Tensor once = c.w3.grad().clone();
+  ag::backward(c.forward());
+  EXPECT_TRUE(tensors_close(c.w3.grad(), ops::scale(once, 2.0), {1e-6, 1e-6}, "twice"));
+}
+
+}  // namespace
+}  // namespace vitune::testing

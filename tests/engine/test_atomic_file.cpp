@@ -1,0 +1,159 @@
+// Tests of write_file_atomically: contents, no temporary files left behind, clear
+// errors, and an untouched previous file when the write fails part way.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/atomic_file.h"
+#include "engine/error.h"
+
+namespace {
+
+using vitune::Error;
+using vitune::write_file_atomically;
+
+// A fresh, empty folder per test so that leftover files can be listed.
+std::string make_test_folder(const std::string& name) {
+  std::string folder = ::testing::TempDir() + "atomic_file_" + name + "_" + std::to_string(::getpid());
+  ::mkdir(folder.c_str(), 0755);
+  return folder;
+}
+
+std::vector<std::string> list_folder(const std::string& folder) {
+  std::vector<std::string> names;
+  DIR* dir = ::opendir(folder.c_str());
+  if (dir == nullptr) return names;
+  while (dirent* entry = ::readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  ::closedir(dir);
+  return names;
+}
+
+std::string read_whole_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
+}
+
+TEST(AtomicFile, WritesBytesAndOverwritesWithoutLeavingTemporaryFiles) {
+  std::string folder = make_test_folder("roundtrip");
+  std::string path = folder + "/result.bin";
+  std::string first("first\0contents", 14);
+  write_file_atomically(path, first);
+  EXPECT_EQ(read_whole_file(path), first);
+
+  write_file_atomically(path, [](std::FILE* file) {
+    std::fputs("second ", file);
+    std::fputs("version", file);
+  });
+  EXPECT_EQ(read_whole_file(path), "second version");
+  EXPECT_EQ(list_folder(folder), std::vector<std::string>{"result.bin"});
+
+  write_file_atomically(path, std::string());
+  EXPECT_EQ(read_whole_file(path), "");
+  EXPECT_EQ(list_folder(folder), std::vector<std::string>{"result.bin"});
+}
+
+TEST(AtomicFile, MissingFolderGivesErrorNamingFileAndReason) {
+  std::string path = ::testing::TempDir() + "no_such_folder_for_atomic_file/out.bin";
+  try {
+    write_file_atomically(path, std::string("x"));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+    EXPECT_NE(message.find("No such file or directory"), std::string::npos) << message;
+  }
+}
+
+TEST(AtomicFile, ThrowingWriterKeepsOldFileAndRemovesTemporary) {
+  std::string folder = make_test_folder("throwing");
+  std::string path = folder + "/model.bin";
+  write_file_atomically(path, std::string("old contents"));
+  EXPECT_THROW(write_file_atomically(path,
+                                     [](std::FILE* file) {
+                                       std::fputs("partial new contents", file);
+                                       throw std::runtime_error("writer failed");
+                                     }),
+               std::runtime_error);
+  EXPECT_EQ(read_whole_file(path), "old contents");
+  EXPECT_EQ(list_folder(folder), std::vector<std::string>{"model.bin"});
+}
+
+// A file size limit makes write(2) fail with EFBIG, as a full disk fails with ENOSPC.
+// The limit is set in a child process (with SIGXFSZ ignored, so the failing write
+// returns an error instead of killing it), which sends the error message back.
+TEST(AtomicFile, FileSizeLimitGivesClearErrorAndKeepsOldFile) {
+  std::string folder = make_test_folder("size_limit");
+  std::string path = folder + "/big.bin";
+  write_file_atomically(path, std::string("old contents"));
+
+  int pipe_ends[2];
+  ASSERT_EQ(::pipe(pipe_ends), 0);
+  std::fflush(nullptr);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(pipe_ends[0]);
+    ::signal(SIGXFSZ, SIG_IGN);
+    rlimit limit{4096, 4096};
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(3);
+    // First one large write, then many small buffered writes whose errors the
+    // writer ignores: both must be caught.
+    std::string messages;
+    int status = 0;
+    try {
+      write_file_atomically(path, std::string(1 << 20, 'x'));
+      status = 1;
+    } catch (const Error& e) {
+      messages += std::string(e.what()) + "\n";
+    }
+    try {
+      write_file_atomically(path, [](std::FILE* file) {
+        for (int i = 0; i < 1000; ++i) std::fputs("0123456789012345678901234567890123456789", file);
+      });
+      status = 1;
+    } catch (const Error& e) {
+      messages += std::string(e.what()) + "\n";
+    }
+    ssize_t written = ::write(pipe_ends[1], messages.data(), messages.size());
+    ::_exit(written == ssize_t(messages.size()) ? status : 4);
+  }
+  ::close(pipe_ends[1]);
+  std::string output;
+  char buffer[512];
+  ssize_t n;
+  while ((n = ::read(pipe_ends[0], buffer, sizeof buffer)) > 0) output.append(buffer, size_t(n));
+  ::close(pipe_ends[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "child died with signal " << WTERMSIG(status);
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "child messages: " << output;
+  std::vector<std::string> messages;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) messages.push_back(line);
+  ASSERT_EQ(messages.size(), 2u) << output;
+  for (const std::string& message : messages) {
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+    EXPECT_NE(message.find("File too large"), std::string::npos) << message;
+  }
+  EXPECT_EQ(read_whole_file(path), "old contents");
+  EXPECT_EQ(list_folder(folder), std::vector<std::string>{"big.bin"});
+}
+
+}  // namespace

@@ -1,0 +1,269 @@
+// Tests of the CPU LayerNorm forward and backward: against a plain double-precision
+// reference written here, a float64 finite-difference check, bit-identical results for
+// any thread count, a constant row, and errors on bad arguments.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "engine/error.h"
+#include "engine/ops.h"
+#include "engine/parallel.h"
+#include "engine/random.h"
+#include "test_util.h"
+
+namespace {
+
+using vitune::DType;
+using vitune::Error;
+using vitune::Shape;
+using vitune::Tensor;
+using vitune::testing::bitwise_equal;
+using vitune::testing::tensors_close;
+namespace ops = vitune::ops;
+
+constexpr double kEps = 1e-5;
+
+Tensor normal(Shape shape, DType dtype, uint64_t stream, double mean = 0, double stddev = 1) {
+  Tensor t(std::move(shape), dtype);
+  vitune::fill_normal(t, 7, stream, mean, stddev);
+  return t;
+}
+
+std::vector<double> values(const Tensor& t) { return t.to(DType::F64).to_vector<double>(); }
+
+// Sets the pool size for one scope.
+class ThreadCount {
+ public:
+  explicit ThreadCount(int n) : saved_(vitune::num_threads()) { vitune::set_num_threads(n); }
+  ~ThreadCount() { vitune::set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
+// a + t * b as an f64 tensor of a's shape.
+Tensor shifted(const Tensor& a, double t, const Tensor& b) {
+  std::vector<double> va = values(a), vb = values(b);
+  for (size_t i = 0; i < va.size(); ++i) va[i] += t * vb[i];
+  return Tensor::from_vector(a.shape(), va);
+}
+
+// The plain reference, all in double: forward outputs and the three gradients.
+struct Reference {
+  Tensor y, mean, rstd, dx, dweight, dbias;
+};
+
+Reference reference(const Tensor& x_t, const Tensor& w_t, const Tensor& b_t, const Tensor& dy_t,
+                    double eps) {
+  const int64_t cols = x_t.dim(-1), rows = x_t.numel() / cols;
+  std::vector<double> x = values(x_t), w = values(w_t), b = values(b_t), dy = values(dy_t);
+  std::vector<double> y(x.size()), mean(static_cast<size_t>(rows)), rstd(static_cast<size_t>(rows)), dx(x.size());
+  std::vector<double> dw(size_t(cols), 0.0), db(size_t(cols), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = 0;
+    for (int64_t c = 0; c < cols; ++c) m += x[size_t(r * cols + c)];
+    m /= double(cols);
+    double var = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      double centred = x[size_t(r * cols + c)] - m;
+      var += centred * centred;
+    }
+    var /= double(cols);
+    double s = 1 / std::sqrt(var + eps);
+    mean[size_t(r)] = m;
+    rstd[size_t(r)] = s;
+    // dx by the chain rule written out in full: d xhat_i / d x_j summed against g_i.
+    for (int64_t j = 0; j < cols; ++j) {
+      double xhat_j = (x[size_t(r * cols + j)] - m) * s;
+      double sum = 0;
+      for (int64_t i = 0; i < cols; ++i) {
+        double xhat_i = (x[size_t(r * cols + i)] - m) * s;
+        double jacobian = s * ((i == j ? 1.0 : 0.0) - 1.0 / double(cols) - xhat_i * xhat_j / double(cols));
+        sum += dy[size_t(r * cols + i)] * w[size_t(i)] * jacobian;
+      }
+      dx[size_t(r * cols + j)] = sum;
+      y[size_t(r * cols + j)] = xhat_j * w[size_t(j)] + b[size_t(j)];
+      dw[size_t(j)] += dy[size_t(r * cols + j)] * xhat_j;
+      db[size_t(j)] += dy[size_t(r * cols + j)];
+    }
+  }
+  return {Tensor::from_vector(x_t.shape(), y), Tensor::from_vector({rows}, mean),
+          Tensor::from_vector({rows}, rstd), Tensor::from_vector(x_t.shape(), dx),
+          Tensor::from_vector({cols}, dw), Tensor::from_vector({cols}, db)};
+}
+
+// Forward and backward of the kernel against the reference. dweight and dbias start
+// from nonzero values to check that they accumulate.
+void check_against_reference(Shape shape, DType dtype, vitune::testing::Tolerance forward_tol,
+                             vitune::testing::Tolerance grad_tol) {
+  const int64_t cols = shape.back();
+  Tensor x = normal(shape, dtype, 1, 0.5, 2), dy = normal(shape, dtype, 2);
+  Tensor w = normal({cols}, dtype, 3, 1, 0.5), b = normal({cols}, dtype, 4);
+  Tensor dw0 = normal({cols}, dtype, 5), db0 = normal({cols}, dtype, 6);
+  Tensor mean, rstd;
+  Tensor y = ops::layer_norm_forward(x, w, b, kEps, mean, rstd);
+  Tensor dx, dw = dw0.clone(), db = db0.clone();
+  ops::layer_norm_backward(dy, x, w, mean, rstd, &dx, &dw, &db);
+
+  Reference ref = reference(x, w, b, dy, kEps);
+  EXPECT_EQ(y.dtype(), dtype);
+  EXPECT_EQ(dx.dtype(), dtype);
+  EXPECT_TRUE(tensors_close(y, ref.y, forward_tol, "y"));
+  EXPECT_TRUE(tensors_close(mean, ref.mean, forward_tol, "mean"));
+  EXPECT_TRUE(tensors_close(rstd, ref.rstd, forward_tol, "rstd"));
+  EXPECT_TRUE(tensors_close(dx, ref.dx, grad_tol, "dx"));
+  Tensor dw_expected = shifted(ref.dweight, 1, dw0), db_expected = shifted(ref.dbias, 1, db0);
+  EXPECT_TRUE(tensors_close(dw, dw_expected, grad_tol, "dweight"));
+  EXPECT_TRUE(tensors_close(db, db_expected, grad_tol, "dbias"));
+}
+
+TEST(LayerNormTest, MatchesReferenceF32) {
+  // 70 columns: a full block of the column-parallel reduction plus a partial one.
+  check_against_reference({37, 70}, DType::F32, vitune::testing::kF32Forward,
+                          vitune::testing::kF32Gradient);
+}
+
+TEST(LayerNormTest, MatchesReferenceF64) {
+  check_against_reference({37, 70}, DType::F64, vitune::testing::kF64Exact,
+                          vitune::testing::kF64Exact);
+}
+
+TEST(LayerNormTest, MatchesReferenceForThreeDimensionalInput) {
+  check_against_reference({3, 5, 24}, DType::F64, vitune::testing::kF64Exact,
+                          vitune::testing::kF64Exact);
+}
+
+// Central difference of t -> f(t) at 0 with step 1e-6.
+double central_difference(const std::function<double(double)>& f) {
+  const double h = 1e-6;
+  return (f(h) - f(-h)) / (2 * h);
+}
+
+// Sum of a * b over all elements, in double.
+double dot(const Tensor& a, const Tensor& b) {
+  std::vector<double> va = values(a), vb = values(b);
+  double sum = 0;
+  for (size_t i = 0; i < va.size(); ++i) sum += va[i] * vb[i];
+  return sum;
+}
+
+TEST(LayerNormTest, BackwardMatchesFiniteDifferencesF64) {
+  const DType f64 = DType::F64;
+  Tensor x = normal({4, 9}, f64, 11, 0.3, 1.5), w = normal({9}, f64, 12, 1, 0.5);
+  Tensor b = normal({9}, f64, 13), dy = normal({4, 9}, f64, 14);
+  Tensor vx = normal({4, 9}, f64, 15), vw = normal({9}, f64, 16), vb = normal({9}, f64, 17);
+  // L(x, w, b) = sum(dy * y), so its gradient is what the backward returns for dy.
+  auto loss = [&](const Tensor& xs, const Tensor& ws, const Tensor& bs) {
+    Tensor mean, rstd;
+    return dot(dy, ops::layer_norm_forward(xs, ws, bs, kEps, mean, rstd));
+  };
+  Tensor mean, rstd;
+  ops::layer_norm_forward(x, w, b, kEps, mean, rstd);
+  Tensor dx, dw = Tensor::zeros({9}, f64), db = Tensor::zeros({9}, f64);
+  ops::layer_norm_backward(dy, x, w, mean, rstd, &dx, &dw, &db);
+
+  const double along_x = central_difference([&](double t) { return loss(shifted(x, t, vx), w, b); });
+  const double along_w = central_difference([&](double t) { return loss(x, shifted(w, t, vw), b); });
+  const double along_b = central_difference([&](double t) { return loss(x, w, shifted(b, t, vb)); });
+  EXPECT_NEAR(along_x, dot(dx, vx), 1e-6 * std::fabs(dot(dx, vx)));
+  EXPECT_NEAR(along_w, dot(dw, vw), 1e-6 * std::fabs(dot(dw, vw)));
+  EXPECT_NEAR(along_b, dot(db, vb), 1e-6 * std::fabs(dot(db, vb)));
+}
+
+TEST(LayerNormTest, ResultsDoNotDependOnThreadCount) {
+  Tensor x = normal({301, 200}, DType::F32, 21), dy = normal({301, 200}, DType::F32, 22);
+  Tensor w = normal({200}, DType::F32, 23), b = normal({200}, DType::F32, 24);
+  struct Run {
+    Tensor y, mean, rstd, dx, dw, db;
+  };
+  auto run = [&](int threads) {
+    ThreadCount scope(threads);
+    Run r;
+    r.y = ops::layer_norm_forward(x, w, b, kEps, r.mean, r.rstd);
+    r.dw = Tensor::zeros({200});
+    r.db = Tensor::zeros({200});
+    ops::layer_norm_backward(dy, x, w, r.mean, r.rstd, &r.dx, &r.dw, &r.db);
+    return r;
+  };
+  Run one = run(1);
+  for (int threads : {2, 3}) {
+    Run many = run(threads);
+    EXPECT_TRUE(bitwise_equal(one.y, many.y)) << threads;
+    EXPECT_TRUE(bitwise_equal(one.mean, many.mean)) << threads;
+    EXPECT_TRUE(bitwise_equal(one.rstd, many.rstd)) << threads;
+    EXPECT_TRUE(bitwise_equal(one.dx, many.dx)) << threads;
+    EXPECT_TRUE(bitwise_equal(one.dw, many.dw)) << threads;
+    EXPECT_TRUE(bitwise_equal(one.db, many.db)) << threads;
+  }
+}
+
+TEST(LayerNormTest, ConstantRowGivesTheBias) {
+  Tensor x = Tensor::full({2, 6}, 3.25);
+  Tensor w = normal({6}, DType::F32, 31), b = normal({6}, DType::F32, 32);
+  Tensor mean, rstd;
+  Tensor y = ops::layer_norm_forward(x, w, b, 1e-6, mean, rstd);
+  EXPECT_TRUE(bitwise_equal(y.rows(0, 1).reshape({6}), b));
+  EXPECT_TRUE(bitwise_equal(y.rows(1, 2).reshape({6}), b));
+  EXPECT_EQ(mean.item(0), 3.25);
+  EXPECT_FLOAT_EQ(float(rstd.item(0)), float(1 / std::sqrt(1e-6)));
+  Tensor dx, dw = Tensor::zeros({6}), db = Tensor::zeros({6});
+  ops::layer_norm_backward(normal({2, 6}, DType::F32, 33), x, w, mean, rstd, &dx, &dw, &db);
+  for (double v : values(dx)) EXPECT_TRUE(std::isfinite(v));
+  for (int64_t c = 0; c < 6; ++c) EXPECT_EQ(dw.item(c), 0.0) << c;  // xhat is 0
+}
+
+TEST(LayerNormTest, GradientsNobodyAskedForAreSkipped) {
+  Tensor x = normal({5, 8}, DType::F64, 41), dy = normal({5, 8}, DType::F64, 42);
+  Tensor w = normal({8}, DType::F64, 43), b = normal({8}, DType::F64, 44);
+  Tensor mean, rstd;
+  ops::layer_norm_forward(x, w, b, kEps, mean, rstd);
+  Tensor dx_all, dw_all = Tensor::zeros({8}, DType::F64), db_all = Tensor::zeros({8}, DType::F64);
+  ops::layer_norm_backward(dy, x, w, mean, rstd, &dx_all, &dw_all, &db_all);
+
+  Tensor dx_only;
+  ops::layer_norm_backward(dy, x, w, mean, rstd, &dx_only, nullptr, nullptr);
+  EXPECT_TRUE(bitwise_equal(dx_only, dx_all));
+  Tensor dw_only = Tensor::zeros({8}, DType::F64);
+  ops::layer_norm_backward(dy, x, w, mean, rstd, nullptr, &dw_only, nullptr);
+  EXPECT_TRUE(bitwise_equal(dw_only, dw_all));
+  // A given dx of the right shape is written in place, whatever it held.
+  Tensor dx_given = Tensor::full({5, 8}, 9.0, DType::F64);
+  ops::layer_norm_backward(dy, x, w, mean, rstd, &dx_given, nullptr, nullptr);
+  EXPECT_TRUE(bitwise_equal(dx_given, dx_all));
+}
+
+TEST(LayerNormTest, BadArgumentsThrow) {
+  Tensor x = normal({4, 6}, DType::F32, 51), w = normal({6}, DType::F32, 52);
+  Tensor b = normal({6}, DType::F32, 53);
+  Tensor mean, rstd;
+  EXPECT_THROW(ops::layer_norm_forward(x, normal({5}, DType::F32, 54), b, kEps, mean, rstd), Error);
+  EXPECT_THROW(ops::layer_norm_forward(x, w.to(DType::F64), b, kEps, mean, rstd), Error);
+  EXPECT_THROW(ops::layer_norm_forward(x, w, b, 0.0, mean, rstd), Error);
+  EXPECT_THROW(ops::layer_norm_forward(x, w, b, std::nan(""), mean, rstd), Error);
+  EXPECT_THROW(ops::layer_norm_forward(Tensor::full({}, 1.0), w, b, kEps, mean, rstd), Error);
+  EXPECT_THROW(ops::layer_norm_forward(Tensor::zeros({4, 6}, DType::I64), w, b, kEps, mean, rstd),
+               Error);
+  try {
+    ops::layer_norm_forward(x, normal({5}, DType::F32, 54), b, kEps, mean, rstd);
+    ADD_FAILURE() << "a wrong weight shape was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("layer_norm_forward"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("weight"), std::string::npos) << e.what();
+  }
+
+  ops::layer_norm_forward(x, w, b, kEps, mean, rstd);
+  Tensor dx, dw = Tensor::zeros({6}), wrong = Tensor::zeros({5});
+  EXPECT_THROW(ops::layer_norm_backward(normal({4, 5}, DType::F32, 55), x, w, mean, rstd, &dx,
+                                        nullptr, nullptr),
+               Error);
+  EXPECT_THROW(ops::layer_norm_backward(x, x, w, normal({3}, DType::F32, 56), rstd, &dx, nullptr,
+                                        nullptr),
+               Error);
+  EXPECT_THROW(ops::layer_norm_backward(x, x, w, mean, rstd, nullptr, &wrong, nullptr), Error);
+  Tensor dx_wrong = Tensor::zeros({4, 6}, DType::F64);
+  EXPECT_THROW(ops::layer_norm_backward(x, x, w, mean, rstd, &dx_wrong, nullptr, nullptr), Error);
+}
+
+}  // namespace
