@@ -1,10 +1,11 @@
-// Host allocator with byte accounting; CUDA memory is accounted by the CUDA backend
-// through the same counters (see record_* below), so both report alike.
+// Host allocator with byte accounting and a size-keyed cache of large freed blocks;
+// CUDA memory will be accounted through the same counters by the CUDA backend.
 #include "engine/allocator.h"
 
 #include <atomic>
 #include <cstdlib>
-#include <new>
+#include <map>
+#include <mutex>
 
 #include "engine/error.h"
 
@@ -13,6 +14,8 @@ namespace vitune {
 namespace {
 
 constexpr int kMaxDevices = 17;  // slot 0: host; 1..16: CUDA devices
+constexpr size_t kCachedFrom = size_t(1) << 20;
+constexpr size_t kLargeGranule = size_t(64) << 10;  // large sizes round up to 64 KiB
 
 struct Counters {
   std::atomic<int64_t> current{0};
@@ -36,33 +39,103 @@ void record_allocation(Device device, size_t bytes) {
   c.allocations.fetch_add(1);
 }
 
+size_t rounded_size(size_t bytes) {
+  size_t granule = bytes >= kCachedFrom ? kLargeGranule : kAlignment;
+  size_t rounded = (bytes + granule - 1) / granule * granule;
+  return rounded == 0 ? kAlignment : rounded;
+}
+
+class HostCache {
+ public:
+  HostCache() {
+    const char* env = std::getenv("VITUNE_HOST_CACHE_MB");
+    limit_ = (env ? size_t(std::atoll(env)) : size_t(2048)) << 20;
+  }
+
+  void* take(size_t rounded) {
+    if (rounded < kCachedFrom) return nullptr;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = blocks_.find(rounded);
+    if (it == blocks_.end()) return nullptr;
+    void* p = it->second;
+    blocks_.erase(it);
+    bytes_ -= rounded;
+    return p;
+  }
+
+  // Keeps the block if it is large and fits under the limit; else frees it.
+  void give(void* p, size_t rounded) {
+    if (rounded >= kCachedFrom) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (bytes_ + rounded <= limit_) {
+        blocks_.emplace(rounded, p);
+        bytes_ += rounded;
+        return;
+      }
+    }
+    std::free(p);
+  }
+
+  void release() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [size, p] : blocks_) std::free(p);
+    blocks_.clear();
+    bytes_ = 0;
+  }
+
+  size_t bytes() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return bytes_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::multimap<size_t, void*> blocks_;
+  size_t bytes_ = 0;
+  size_t limit_ = 0;
+};
+
+// Never destroyed: tensors released during static destruction still find it.
+HostCache& host_cache() {
+  static HostCache* cache = new HostCache;
+  return *cache;
+}
+
 }  // namespace
 
 void* allocate(Device device, size_t bytes) {
   VITUNE_CHECK(device.is_cpu(), "allocation on ", device.str(), ": this build has no CUDA backend");
-  size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (rounded == 0) rounded = kAlignment;
-  void* pointer = std::aligned_alloc(kAlignment, rounded);
+  size_t rounded = rounded_size(bytes);
+  void* pointer = host_cache().take(rounded);
+  if (pointer == nullptr) pointer = std::aligned_alloc(kAlignment, rounded);
+  if (pointer == nullptr) {
+    // Cached blocks of other sizes may be what stands in the way: return them, retry.
+    host_cache().release();
+    pointer = std::aligned_alloc(kAlignment, rounded);
+  }
   VITUNE_CHECK(pointer != nullptr, "out of host memory: could not allocate ", bytes, " bytes (",
-               counters(device).current.load(), " bytes already held)");
+               counters(device).current.load(), " bytes already held by tensors)");
   record_allocation(device, bytes);
   return pointer;
 }
 
 void deallocate(Device device, void* pointer, size_t bytes) {
   if (pointer == nullptr) return;
-  std::free(pointer);
+  host_cache().give(pointer, rounded_size(bytes));
   counters(device).current.fetch_sub(int64_t(bytes));
 }
 
 MemoryStats memory_stats(Device device) {
   Counters& c = counters(device);
-  return {c.current.load(), c.peak.load(), c.allocations.load()};
+  int64_t cached = device.is_cpu() ? int64_t(host_cache().bytes()) : 0;
+  return {c.current.load(), c.peak.load(), c.allocations.load(), cached};
 }
 
 void reset_peak_memory(Device device) {
   Counters& c = counters(device);
   c.peak.store(c.current.load());
 }
+
+void release_cached_memory() { host_cache().release(); }
 
 }  // namespace vitune

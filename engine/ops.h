@@ -36,7 +36,8 @@ void axpy(double alpha, const Tensor& x, Tensor& y);        // y += alpha * x
 void add_row_broadcast(Tensor& x, const Tensor& row);
 // accumulate[j] += sum over rows r of x[r, j]   (bias gradient; rows summed in order)
 void sum_rows_into(const Tensor& x, Tensor& accumulate);
-// Sum and sum of squares of all elements, accumulated in double in index order.
+// Sum and sum of squares of all elements, accumulated in double: blocks of 4096 in
+// index order, then the block totals in order (independent of the thread count).
 double sum_all(const Tensor& x);
 double sum_squares(const Tensor& x);
 // True when every element of a float tensor is finite.
@@ -79,7 +80,8 @@ Tensor cross_entropy_backward(const Tensor& probs, const Tensor& labels, double 
 // ---- Selection and indexing -----------------------------------------------------------
 // The k largest entries of each row of a float tensor [R, C], in descending order;
 // ties go to the lower column index; NaN entries are never selected (a row with fewer
-// than k non-NaN entries fills the rest with index -1 and value NaN).
+// than k non-NaN entries fills the rest with index -1 and value NaN). values and
+// indices are set to new tensors [R, k] (x's dtype and i64).
 void topk_rows(const Tensor& x, int64_t k, Tensor& values, Tensor& indices);
 // out[i] = x.flat[indices[i]]; indices i64, any shape; out has indices' shape.
 Tensor gather(const Tensor& x, const Tensor& indices);

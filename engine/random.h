@@ -27,8 +27,9 @@ float standard_normal(uint64_t seed, uint64_t stream, uint64_t index);
 // Fills a float tensor (f32 or f64), element i from counter i.
 void fill_uniform(Tensor& t, uint64_t seed, uint64_t stream, double low, double high);
 void fill_normal(Tensor& t, uint64_t seed, uint64_t stream, double mean, double stddev);
-// Normal truncated to [mean - 2 std, mean + 2 std] by redrawing from later counters,
-// as timm initialises ViT weights (trunc_normal_ with std 0.02).
+// Normal with mean 0 truncated to [-2 std, 2 std] by redrawing from later counters.
+// (timm's trunc_normal_(std=0.02) cuts at +-2 absolute, which in practice never cuts;
+// cutting at 2 std keeps initial weights from rare outliers.)
 void fill_trunc_normal(Tensor& t, uint64_t seed, uint64_t stream, double stddev);
 
 // A permutation of [0, n) (Fisher-Yates driven by counters), for shuffling.

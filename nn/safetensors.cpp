@@ -229,7 +229,7 @@ Entry read_entry(const std::string& path, const std::string& name, const Json& v
   }
   uint64_t element_bytes = dtype_size(entry.dtype);
   if (numel > kLimit / element_bytes) {
-    fail_tensor(path, name, cat("the element count of shape ", shape_text, " overflows"));
+    fail_tensor(path, name, cat("the byte size of ", dtype.get<std::string>(), " shape ", shape_text, " overflows"));
   }
   uint64_t bytes = numel * element_bytes;
   if (entry.end - entry.begin != bytes) {

@@ -2,9 +2,11 @@
 // [B, N, 3*D] = [B, N, 3, heads, dh]. Each (batch, head) pair is one independent task,
 // so results do not depend on the thread count. The head's Q, K, V are gathered into
 // small contiguous buffers, padded to whole register tiles, and every matrix product
-// of the head runs through one register-tiled loop nest that the compiler vectorises
-// while each sum keeps a fixed order.
+// of the head runs through one register-tiled loop nest written with vector types, in
+// which each sum keeps a fixed order.
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <vector>
 
 #include "engine/cpu/check.h"
@@ -15,11 +17,23 @@ namespace vitune::ops {
 
 namespace {
 
-// A register tile of a product: kTileRows rows by kTileCols columns of the result stay
-// in registers for the whole sum (16 floats are one AVX-512 vector).
+// 64 bytes of T as one vector (a GCC/Clang vector extension): 16 floats or 8 doubles,
+// one AVX-512 register; the compiler splits it over narrower registers on narrower
+// targets.
+template <typename T>
+struct Vector64 {
+  typedef T type __attribute__((vector_size(64)));
+};
+using Floats = Vector64<float>::type;
+using Ints = Vector64<int32_t>::type;
+
+// A register tile of a product is kTileRows rows by one vector. Tokens and head_dim are
+// padded to kPad, a whole number of tiles and of float vectors.
 constexpr int64_t kTileRows = 8;
-constexpr int64_t kTileCols = 16;
-static_assert(kTileCols % kTileRows == 0, "a padded token count must suit both tile sides");
+constexpr int64_t kPad = 16;
+static_assert(kPad % kTileRows == 0 && kPad % int64_t(sizeof(Floats) / sizeof(float)) == 0 &&
+                  kPad % int64_t(sizeof(Floats) / sizeof(double)) == 0,
+              "padding must be a whole number of tiles and vectors");
 
 int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
@@ -37,56 +51,128 @@ AttentionShape attention_shape(const Tensor& qkv, int heads, const char* op) {
                ": qkv must be [batch, tokens, 3 * dim] with dim divisible by heads = ", heads,
                ", got ", qkv.str());
   const int64_t tokens = qkv.dim(1), dim = qkv.dim(2) / 3, head_dim = dim / heads;
-  return {qkv.dim(0),
-          tokens,
-          dim,
-          heads,
-          head_dim,
-          round_up(tokens, kTileCols),
-          round_up(head_dim, kTileCols)};
+  return {qkv.dim(0), tokens, dim, heads, head_dim, round_up(tokens, kPad), round_up(head_dim, kPad)};
 }
 
 // c[i, j] = sum_{p < k} a(i, p) b[p * ldb + j] for i < m, j < n, with m a multiple of
-// kTileRows, n of kTileCols, and a(i, p) = a[i * lda + p], or a[p * lda + i] when
+// kTileRows, n of the tile width, and a(i, p) = a[i * lda + p], or a[p * lda + i] when
 // kTransposeA. Every element sums over p in order. Entries of c outside the valid rows
 // and columns of a and b (the padding) only ever meet padding, so the valid part of c
 // never depends on what the padding holds.
 template <bool kTransposeA, typename T>
 void tile_product(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m,
                   int64_t n, int64_t k) {
+  using Row = typename Vector64<T>::type;
+  constexpr int64_t width = int64_t(sizeof(Row) / sizeof(T));
   for (int64_t i0 = 0; i0 < m; i0 += kTileRows) {
-    for (int64_t j0 = 0; j0 < n; j0 += kTileCols) {
-      T acc[kTileRows][kTileCols] = {};
+    for (int64_t j0 = 0; j0 < n; j0 += width) {
+      // Per p: one load of b's row segment and kTileRows broadcast multiply-adds.
+      Row acc[kTileRows] = {};
       for (int64_t p = 0; p < k; ++p) {
-        const T* bp = b + p * ldb + j0;
-        // Fully unrolled, so that acc lives in registers: per p, one load of b and
-        // kTileRows broadcast multiply-adds.
-#pragma GCC unroll 8
+        Row bp;
+        std::memcpy(&bp, b + p * ldb + j0, sizeof(Row));
         for (int64_t r = 0; r < kTileRows; ++r) {
           const T ar = kTransposeA ? a[p * lda + i0 + r] : a[(i0 + r) * lda + p];
-#pragma GCC unroll 16
-          for (int64_t w = 0; w < kTileCols; ++w) acc[r][w] += ar * bp[w];
+          acc[r] += ar * bp;
         }
       }
       for (int64_t r = 0; r < kTileRows; ++r) {
-        for (int64_t w = 0; w < kTileCols; ++w) c[(i0 + r) * ldc + j0 + w] = acc[r][w];
+        std::memcpy(c + (i0 + r) * ldc + j0, &acc[r], sizeof(Row));
       }
     }
   }
 }
 
-// Softmax of p[0..n) in place, max-subtracted, the sum in double.
+// Row reductions keep kLanes interleaved partial results, combined in a fixed order at
+// the end, so that the compiler can vectorise them (one running sum would force one
+// add after another).
+constexpr int64_t kLanes = 16;
+static_assert(kPad % kLanes == 0, "padded rows must be a whole number of lanes");
+
+// The largest of x[0..count), count a multiple of kLanes.
 template <typename T>
-void softmax_in_place(T* p, int64_t n) {
-  T max = p[0];
-  for (int64_t j = 1; j < n; ++j) max = p[j] > max ? p[j] : max;
-  double sum = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    p[j] = std::exp(p[j] - max);
-    sum += double(p[j]);
+T row_max(const T* x, int64_t count) {
+  T lanes[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l) lanes[l] = x[l];
+  for (int64_t j = kLanes; j < count; j += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) lanes[l] = x[j + l] > lanes[l] ? x[j + l] : lanes[l];
   }
-  const T inverse = T(1.0 / sum);
-  for (int64_t j = 0; j < n; ++j) p[j] *= inverse;
+  T max = lanes[0];
+  for (int64_t l = 1; l < kLanes; ++l) max = lanes[l] > max ? lanes[l] : max;
+  return max;
+}
+
+// sum_j a[j] * b[j] over j < count (a multiple of kLanes), accumulated in double.
+template <typename T>
+double dot_in_double(const T* a, const T* b, int64_t count) {
+  double lanes[kLanes] = {};
+  for (int64_t j = 0; j < count; j += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) lanes[l] += double(a[j + l]) * double(b[j + l]);
+  }
+  double sum = 0;
+  for (int64_t l = 0; l < kLanes; ++l) sum += lanes[l];
+  return sum;
+}
+
+// The same with b = 1: sum_j a[j] in double.
+template <typename T>
+double sum_in_double(const T* a, int64_t count) {
+  double lanes[kLanes] = {};
+  for (int64_t j = 0; j < count; j += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) lanes[l] += double(a[j + l]);
+  }
+  double sum = 0;
+  for (int64_t l = 0; l < kLanes; ++l) sum += lanes[l];
+  return sum;
+}
+
+// row[j] = e^(row[j] - max) for j < count, a whole number of float vectors, where
+// every row[j] <= max. For floats, a vector at a time: with x = row[j] - max,
+// n = round(x / ln 2) and r = x - n ln 2 (ln 2 split in two so that n times the high
+// part is exact), |r| <= ln(2) / 2 and e^x = 2^n e^r; e^r by its Taylor series to
+// degree 7 (truncation error below 1e-8 of the result) and 2^n written straight into
+// the exponent bits. Within one ulp of exp; results below the smallest normal float
+// (x < ln of it) are 0, and NaN stays NaN.
+void exp_shifted(float* row, int64_t count, float max) {
+  const float lowest = -87.33654475f;     // ln of the smallest normal float
+  const float round_shift = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  for (int64_t j = 0; j < count; j += int64_t(sizeof(Floats) / sizeof(float))) {
+    Floats x;
+    std::memcpy(&x, row + j, sizeof(Floats));
+    x -= max;
+    const Floats clamped = x < lowest ? lowest : x;
+    const Floats n = (clamped * 1.44269504088896341f + round_shift) - round_shift;
+    const Floats r = (clamped - n * 0.693145751953125f) - n * 1.428606765330187e-06f;
+    Floats series = r * (1.0f / 5040) + 1.0f / 720;
+    series = series * r + 1.0f / 120;
+    series = series * r + 1.0f / 24;
+    series = series * r + 1.0f / 6;
+    series = series * r + 0.5f;
+    series = series * r + 1.0f;
+    series = series * r + 1.0f;
+    const Ints exponent = (__builtin_convertvector(n, Ints) + 127) << 23;
+    Floats power_of_two;
+    std::memcpy(&power_of_two, &exponent, sizeof(Floats));
+    const Floats result = x < lowest ? Floats{} : series * power_of_two;
+    std::memcpy(row + j, &result, sizeof(Floats));
+  }
+}
+
+// The same for doubles (the finite-difference checks), by std::exp.
+void exp_shifted(double* row, int64_t count, double max) {
+  for (int64_t j = 0; j < count; ++j) row[j] = std::exp(row[j] - max);
+}
+
+// Softmax of row[0..n) in place, max-subtracted, the sum in double. The row has
+// padded_n entries; the padding is set to -inf first, so that it takes no part and
+// ends as 0, and every step runs over whole vectors.
+template <typename T>
+void softmax_in_place(T* row, int64_t n, int64_t padded_n) {
+  for (int64_t j = n; j < padded_n; ++j) row[j] = -std::numeric_limits<T>::infinity();
+  const T max = row_max(row, padded_n);
+  exp_shifted(row, padded_n, max);
+  const T inverse = T(1.0 / sum_in_double(row, padded_n));
+  for (int64_t j = 0; j < padded_n; ++j) row[j] *= inverse;
 }
 
 // The padded operands of one (batch, head) pair in the forward pass. nt and dp are the
@@ -124,7 +210,7 @@ void forward_head(const AttentionShape& s, int64_t b, int64_t h, T scale, const 
   tile_product<false>(w.q.data(), dh, w.k_t.data(), nt, w.scores.data(), nt, nt, nt, dh);
   for (int64_t i = 0; i < n; ++i) {
     T* row = w.scores.data() + i * nt;
-    softmax_in_place(row, n);
+    softmax_in_place(row, n, nt);
     T* p = probs + ((b * s.heads + h) * n + i) * n;
     for (int64_t j = 0; j < n; ++j) p[j] = row[j];
   }
@@ -188,9 +274,7 @@ void backward_head(const AttentionShape& s, int64_t b, int64_t h, T scale, const
   for (int64_t i = 0; i < n; ++i) {
     T* ds = w.ds.data() + i * nt;
     const T* p = w.p.data() + i * nt;
-    double centre = 0;
-    for (int64_t j = 0; j < n; ++j) centre += double(ds[j]) * double(p[j]);
-    const T c = T(centre);
+    const T c = T(dot_in_double(ds, p, nt));  // both are 0 past n
     for (int64_t j = 0; j < n; ++j) ds[j] = p[j] * (ds[j] - c);
   }
   // dQ = dS (scale K), dK = dS^T (scale Q), dV = P^T dO; each sums over tokens in order.

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "engine/cpu/check.h"
+#include "engine/flop_counter.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
@@ -33,7 +34,8 @@ constexpr int kLanes = 16;
 template <typename T>
 void transpose(const T* src, int64_t rows, int64_t cols, T* dst) {
   const int64_t col_tiles = (cols + kTile - 1) / kTile;
-  parallel_for(col_tiles, 1, [&](int64_t begin, int64_t end) {
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, rows * kTile));
+  parallel_for(col_tiles, grain, [&](int64_t begin, int64_t end) {
     for (int64_t tile = begin; tile < end; ++tile) {
       const int64_t c0 = tile * kTile;
       const int64_t c1 = std::min(cols, c0 + kTile);
@@ -77,6 +79,9 @@ void check_selection(const Tensor& indices, int64_t out_features, int64_t in_fea
 
 }  // namespace
 
+// Math: y[t, j] = sum_k x[t, k] W[j, k], so for a loss L with dy = dL/dy,
+//   dL/dW[j, k] = sum_t dL/dy[t, j] * dy[t, j]/dW[j, k] = sum_t dy[t, j] * x[t, k],
+// the entry (j, k) of dy^T x, evaluated here only at the selected (j, k).
 void masked_weight_grad(const Tensor& dy, const Tensor& x, const Tensor& indices,
                         int64_t in_features, Tensor& accumulate) {
   const char* op = "masked_weight_grad";
@@ -103,6 +108,7 @@ void masked_weight_grad(const Tensor& dy, const Tensor& x, const Tensor& indices
   check_selection(indices, out_features, in_features);
   const int64_t selected = indices.numel();
   if (selected == 0 || tokens == 0) return;
+  count_flops(2 * tokens * selected);
 
   cpu::dispatch_float(x, op, [&](auto zero) {
     using T = decltype(zero);

@@ -71,6 +71,9 @@ Tensor patchify(const Tensor& images, int patch) {
   return patches;
 }
 
+// Math: patchify is a permutation P of the elements (every pixel lands in exactly one
+// patch slot), so <P a, b> = <a, P^T b> with P^T = P^-1: the gradient of a loss with
+// respect to the images is the patch gradient moved back to where each pixel came from.
 Tensor unpatchify(const Tensor& patches, const Shape& image_shape, int patch) {
   cpu::check_float(patches, "unpatchify");
   const PatchGrid g = make_grid(image_shape, patch, "unpatchify");

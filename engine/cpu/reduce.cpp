@@ -59,7 +59,8 @@ void sum_rows_into(const Tensor& x, Tensor& accumulate) {
     using T = decltype(zero);
     const T* in = x.data<T>();
     T* out = accumulate.data<T>();
-    parallel_for(blocks, 1, [&](int64_t begin, int64_t end) {
+    const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, rows * kColumnBlock));
+    parallel_for(blocks, grain, [&](int64_t begin, int64_t end) {
       double sums[kColumnBlock];
       for (int64_t b = begin; b < end; ++b) {
         const int64_t c0 = b * kColumnBlock;

@@ -24,13 +24,6 @@ namespace {
 using vitune::Error;
 using vitune::write_file_atomically;
 
-// A fresh, empty folder per test so that leftover files can be listed.
-std::string make_test_folder(const std::string& name) {
-  std::string folder = ::testing::TempDir() + "atomic_file_" + name + "_" + std::to_string(::getpid());
-  ::mkdir(folder.c_str(), 0755);
-  return folder;
-}
-
 std::vector<std::string> list_folder(const std::string& folder) {
   std::vector<std::string> names;
   DIR* dir = ::opendir(folder.c_str());
@@ -43,6 +36,26 @@ std::vector<std::string> list_folder(const std::string& folder) {
   return names;
 }
 
+// A fresh, empty folder per test, so that leftover files can be listed; it is removed
+// with its files when the test ends.
+class TempFolder {
+ public:
+  explicit TempFolder(const std::string& name)
+      : path_(::testing::TempDir() + "atomic_file_" + name + "_" + std::to_string(::getpid())) {
+    ::mkdir(path_.c_str(), 0755);
+  }
+  ~TempFolder() {
+    for (const std::string& name : list_folder(path_)) std::remove((path_ + "/" + name).c_str());
+    ::rmdir(path_.c_str());
+  }
+  TempFolder(const TempFolder&) = delete;
+  TempFolder& operator=(const TempFolder&) = delete;
+  const std::string& str() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 std::string read_whole_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream contents;
@@ -51,7 +64,8 @@ std::string read_whole_file(const std::string& path) {
 }
 
 TEST(AtomicFile, WritesBytesAndOverwritesWithoutLeavingTemporaryFiles) {
-  std::string folder = make_test_folder("roundtrip");
+  TempFolder folder_owner("roundtrip");
+  const std::string& folder = folder_owner.str();
   std::string path = folder + "/result.bin";
   std::string first("first\0contents", 14);
   write_file_atomically(path, first);
@@ -82,7 +96,8 @@ TEST(AtomicFile, MissingFolderGivesErrorNamingFileAndReason) {
 }
 
 TEST(AtomicFile, ThrowingWriterKeepsOldFileAndRemovesTemporary) {
-  std::string folder = make_test_folder("throwing");
+  TempFolder folder_owner("throwing");
+  const std::string& folder = folder_owner.str();
   std::string path = folder + "/model.bin";
   write_file_atomically(path, std::string("old contents"));
   EXPECT_THROW(write_file_atomically(path,
@@ -99,7 +114,8 @@ TEST(AtomicFile, ThrowingWriterKeepsOldFileAndRemovesTemporary) {
 // The limit is set in a child process (with SIGXFSZ ignored, so the failing write
 // returns an error instead of killing it), which sends the error message back.
 TEST(AtomicFile, FileSizeLimitGivesClearErrorAndKeepsOldFile) {
-  std::string folder = make_test_folder("size_limit");
+  TempFolder folder_owner("size_limit");
+  const std::string& folder = folder_owner.str();
   std::string path = folder + "/big.bin";
   write_file_atomically(path, std::string("old contents"));
 

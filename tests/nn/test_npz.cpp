@@ -5,6 +5,7 @@
 #include <zlib.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -23,9 +24,19 @@ using vitune::nn::NpzFile;
 using vitune::nn::parse_npy;
 using vitune::nn::read_npz;
 
-std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + "npz_" + name + "_" + std::to_string(::getpid()) + ".npz";
-}
+// A file path under the test temporary folder; the file is removed when it goes away.
+class TempPath {
+ public:
+  explicit TempPath(const std::string& name)
+      : path_(::testing::TempDir() + "npz_" + name + "_" + std::to_string(::getpid()) + ".npz") {}
+  ~TempPath() { std::remove(path_.c_str()); }
+  TempPath(const TempPath&) = delete;
+  TempPath& operator=(const TempPath&) = delete;
+  const std::string& str() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 void write_raw(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -189,14 +200,16 @@ std::string bias_npy() {
 }
 
 NpzFile write_and_read(const std::string& name, const std::string& archive) {
-  std::string path = temp_path(name);
+  TempPath path_file(name);
+  const std::string& path = path_file.str();
   write_raw(path, archive);
   return read_npz(path);
 }
 
 // Expects reading `archive` to fail with a message naming the file and holding `phrases`.
 void expect_npz_error(const std::string& name, const std::string& archive, std::vector<std::string> phrases) {
-  std::string path = temp_path(name);
+  TempPath path_file(name);
+  const std::string& path = path_file.str();
   write_raw(path, archive);
   try {
     read_npz(path);
@@ -299,7 +312,8 @@ TEST(Npz, NpyVersionsAndHeaderLayouts) {
 }
 
 TEST(Npz, MissingFileAndMissingArrayAreNamed) {
-  std::string path = temp_path("does_not_exist");
+  TempPath path_file("does_not_exist");
+  const std::string& path = path_file.str();
   try {
     read_npz(path);
     FAIL() << "expected an error";

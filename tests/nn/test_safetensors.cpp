@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <initializer_list>
@@ -26,9 +27,19 @@ using vitune::nn::read_safetensors;
 using vitune::nn::SafetensorsFile;
 using vitune::nn::write_safetensors;
 
-std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + "safetensors_" + name + "_" + std::to_string(::getpid()) + ".safetensors";
-}
+// A file path under the test temporary folder; the file is removed when it goes away.
+class TempPath {
+ public:
+  explicit TempPath(const std::string& name)
+      : path_(::testing::TempDir() + "safetensors_" + name + "_" + std::to_string(::getpid()) + ".safetensors") {}
+  ~TempPath() { std::remove(path_.c_str()); }
+  TempPath(const TempPath&) = delete;
+  TempPath& operator=(const TempPath&) = delete;
+  const std::string& str() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 void write_raw(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -62,7 +73,8 @@ Tensor patterned(Shape shape, DType dtype, int seed) {
 // and each of `phrases`.
 void expect_read_error(const std::string& name, const std::string& bytes,
                        std::initializer_list<std::string> phrases) {
-  std::string path = temp_path(name);
+  TempPath path_file(name);
+  const std::string& path = path_file.str();
   write_raw(path, bytes);
   try {
     read_safetensors(path);
@@ -92,7 +104,8 @@ TEST(Safetensors, RoundTripOfEveryDtypeWithMetadata) {
       {"scalar", patterned({}, DType::F32, 8)},    {"empty_last", patterned({4, 0}, DType::I64, 0)},
   };
   std::map<std::string, std::string> metadata = {{"format", "pt"}, {"note", "na\xc3\xafve \"quoted\""}};
-  std::string path = temp_path("roundtrip");
+  TempPath path_file("roundtrip");
+  const std::string& path = path_file.str();
   write_safetensors(path, tensors, metadata);
 
   std::string bytes = read_raw(path);
@@ -127,7 +140,8 @@ TEST(Safetensors, RoundTripOfEveryDtypeWithMetadata) {
 }
 
 TEST(Safetensors, WritesTheBytesTheFormatPrescribes) {
-  std::string path = temp_path("known_bytes");
+  TempPath path_file("known_bytes");
+  const std::string& path = path_file.str();
   write_safetensors(path, {{"a", Tensor::from_vector<float>({2}, {1.0f, -2.0f})}}, {{"k", "v"}});
   // 79 bytes of JSON plus one space of padding: header length 80 = 0x50.
   std::string expected = std::string("\x50\0\0\0\0\0\0\0", 8) +
@@ -136,13 +150,15 @@ TEST(Safetensors, WritesTheBytesTheFormatPrescribes) {
                          std::string("\x00\x00\x80\x3f\x00\x00\x00\xc0", 8);
   EXPECT_EQ(read_raw(path), expected);
 
-  std::string empty_path = temp_path("known_empty");
+  TempPath empty_path_file("known_empty");
+  const std::string& empty_path = empty_path_file.str();
   write_safetensors(empty_path, {});
   EXPECT_EQ(read_raw(empty_path), std::string("\x08\0\0\0\0\0\0\0{}      ", 16));
 }
 
 TEST(Safetensors, EmptyHeaderAndTrailingSpacesAreValid) {
-  std::string path = temp_path("empty");
+  TempPath path_file("empty");
+  const std::string& path = path_file.str();
   write_raw(path, file_bytes("{}"));
   SafetensorsFile empty = read_safetensors(path);
   EXPECT_TRUE(empty.names.empty());
@@ -157,7 +173,8 @@ TEST(Safetensors, EmptyHeaderAndTrailingSpacesAreValid) {
 }
 
 TEST(Safetensors, NamesFollowDataOffsetsNotHeaderOrder) {
-  std::string path = temp_path("order");
+  TempPath path_file("order");
+  const std::string& path = path_file.str();
   std::string header = "{" + entry("second", "I32", "[1]", 4, 8) + "," + entry("zero", "F32", "[0]", 4, 4) +
                        "," + entry("first", "I32", "[1]", 0, 4) + "}";
   write_raw(path, file_bytes(header, std::string("\x07\0\0\0\x09\0\0\0", 8)));
@@ -168,7 +185,8 @@ TEST(Safetensors, NamesFollowDataOffsetsNotHeaderOrder) {
 }
 
 TEST(Safetensors, MissingFileAndMissingTensorAreNamed) {
-  std::string path = temp_path("does_not_exist");
+  TempPath path_file("does_not_exist");
+  const std::string& path = path_file.str();
   try {
     read_safetensors(path);
     FAIL() << "expected an error";
@@ -176,7 +194,8 @@ TEST(Safetensors, MissingFileAndMissingTensorAreNamed) {
     EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("No such file"), std::string::npos) << e.what();
   }
-  std::string present = temp_path("present");
+  TempPath present_file("present");
+  const std::string& present = present_file.str();
   write_safetensors(present, {{"x", Tensor::from_vector<float>({1}, {1.0f})}});
   SafetensorsFile file = read_safetensors(present);
   try {
@@ -189,7 +208,8 @@ TEST(Safetensors, MissingFileAndMissingTensorAreNamed) {
 }
 
 TEST(Safetensors, WriterRefusesBadNames) {
-  std::string path = temp_path("bad_names");
+  TempPath path_file("bad_names");
+  const std::string& path = path_file.str();
   Tensor t = Tensor::from_vector<float>({1}, {1.0f});
   EXPECT_THROW(write_safetensors(path, {{"", t}}), Error);
   EXPECT_THROW(write_safetensors(path, {{"__metadata__", t}}), Error);

@@ -1,0 +1,178 @@
+// Google Benchmark of ops::gemm (f32) at the GEMM shapes of one ViT training step:
+// for the qkv, proj, fc1 and fc2 layers of a ViT-Ti/16 and a ViT-B/16 at batch 8
+// (T = 8 * 197 token rows), the forward product and both backward products as
+// autograd::linear issues them. Reports GFLOP/s and the fraction of a stated peak
+// (VITUNE_PEAK_GFLOPS, default 438: two AVX-512 cores at fp32), and contrasts the
+// plain reference loop with ops::gemm at one small shape.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "engine/cpu/blas.h"
+#include "engine/ops.h"
+#include "engine/parallel.h"
+#include "engine/random.h"
+
+namespace {
+
+using vitune::Tensor;
+
+constexpr int64_t kBatch = 8;
+constexpr int64_t kTokens = 197;  // 14 x 14 patches of a 224 image, plus the cls token
+constexpr int64_t kRows = kBatch * kTokens;
+constexpr double kDefaultPeakGflops = 438.0;
+
+struct LinearLayer {
+  const char* model;
+  const char* layer;
+  int64_t in;
+  int64_t out;
+};
+
+std::vector<LinearLayer> vit_layers(const char* model, int64_t dim, int64_t hidden) {
+  return {{model, "qkv", dim, 3 * dim},
+          {model, "proj", dim, dim},
+          {model, "fc1", dim, hidden},
+          {model, "fc2", hidden, dim}};
+}
+
+// The three products of y = x W^T for x [T, in], W [out, in]:
+//   forward      y  = x W^T    gemm(false, true)   [T,in]  x [out,in]^T -> [T,out]
+//   input_grad   dx = dY W     gemm(false, false)  [T,out] x [out,in]   -> [T,in]
+//   weight_grad  dW += dY^T x  gemm(true, false)   [T,out]^T x [T,in]   -> [out,in]
+// (the weight gradient accumulates, beta = 1, as into a parameter's gradient).
+enum class Pass { Forward, InputGrad, WeightGrad };
+
+const char* pass_name(Pass pass) {
+  switch (pass) {
+    case Pass::Forward: return "forward";
+    case Pass::InputGrad: return "input_grad";
+    case Pass::WeightGrad: return "weight_grad";
+  }
+  return "?";
+}
+
+struct GemmCase {
+  bool trans_a;
+  bool trans_b;
+  double beta;
+  Tensor a;
+  Tensor b;
+  Tensor c;
+};
+
+Tensor random_matrix(int64_t rows, int64_t cols, uint64_t stream) {
+  Tensor t({rows, cols});
+  vitune::fill_normal(t, 0, stream, 0.0, 1.0);
+  return t;
+}
+
+GemmCase make_case(const LinearLayer& layer, Pass pass, int64_t rows) {
+  switch (pass) {
+    case Pass::Forward:
+      return {false, true, 0.0, random_matrix(rows, layer.in, 1), random_matrix(layer.out, layer.in, 2),
+              Tensor({rows, layer.out})};
+    case Pass::InputGrad:
+      return {false, false, 0.0, random_matrix(rows, layer.out, 3), random_matrix(layer.out, layer.in, 2),
+              Tensor({rows, layer.in})};
+    case Pass::WeightGrad:
+      return {true, false, 1.0, random_matrix(rows, layer.out, 3), random_matrix(rows, layer.in, 1),
+              Tensor::zeros({layer.out, layer.in})};
+  }
+  return {};
+}
+
+using GemmFunction = void (*)(bool, bool, double, const Tensor&, const Tensor&, double, Tensor&);
+
+// Times `gemm` on one case and sets the rate counters; flops = 2 M N K per call.
+void run_gemm(benchmark::State& state, GemmFunction gemm, GemmCase& gemm_case, int64_t flops,
+              double peak_gflops) {
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    gemm(gemm_case.trans_a, gemm_case.trans_b, 1.0, gemm_case.a, gemm_case.b, gemm_case.beta, gemm_case.c);
+    benchmark::DoNotOptimize(gemm_case.c.raw());
+    benchmark::ClobberMemory();
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double total_gflop = 1e-9 * double(flops) * double(state.iterations());
+  state.counters["GFLOP/s"] = benchmark::Counter(total_gflop, benchmark::Counter::kIsRate);
+  state.counters["peak_fraction"] = seconds > 0 ? total_gflop / seconds / peak_gflops : 0.0;
+}
+
+std::string shape_label(int64_t m, int64_t n, int64_t k) {
+  return "M=" + std::to_string(m) + " N=" + std::to_string(n) + " K=" + std::to_string(k);
+}
+
+void register_layer_pass(const LinearLayer& layer, Pass pass, double peak_gflops) {
+  std::string name = std::string("gemm/") + layer.model + "/" + layer.layer + "/" + pass_name(pass);
+  benchmark::RegisterBenchmark(name.c_str(), [layer, pass, peak_gflops](benchmark::State& state) {
+    GemmCase gemm_case = make_case(layer, pass, kRows);
+    int64_t m = gemm_case.c.dim(0), n = gemm_case.c.dim(1);
+    int64_t k = pass == Pass::Forward ? layer.in : pass == Pass::InputGrad ? layer.out : kRows;
+    state.SetLabel(shape_label(m, n, k));
+    run_gemm(state, vitune::ops::gemm, gemm_case, 2 * m * n * k, peak_gflops);
+  })->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+
+// The reference triple loop and ops::gemm on one image's proj forward of ViT-Ti.
+void register_small_contrast(double peak_gflops) {
+  LinearLayer small{"vit_ti16", "proj", 192, 192};
+  int64_t flops = 2 * kTokens * small.out * small.in;
+  std::string label = shape_label(kTokens, small.out, small.in);
+  benchmark::RegisterBenchmark("gemm_reference/vit_ti16/proj/forward_one_image",
+                               [=](benchmark::State& state) {
+                                 GemmCase gemm_case = make_case(small, Pass::Forward, kTokens);
+                                 state.SetLabel(label);
+                                 run_gemm(state, vitune::ops::gemm_reference, gemm_case, flops, peak_gflops);
+                               })
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("gemm/vit_ti16/proj/forward_one_image", [=](benchmark::State& state) {
+    GemmCase gemm_case = make_case(small, Pass::Forward, kTokens);
+    state.SetLabel(label);
+    run_gemm(state, vitune::ops::gemm, gemm_case, flops, peak_gflops);
+  })->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+
+// VITUNE_PEAK_GFLOPS when set (a positive number), else the reference machine's peak.
+double peak_gflops_from_environment() {
+  const char* text = std::getenv("VITUNE_PEAK_GFLOPS");
+  if (text == nullptr || *text == '\0') return kDefaultPeakGflops;
+  char* end = nullptr;
+  double value = std::strtod(text, &end);
+  VITUNE_CHECK(*end == '\0' && value > 0, "bench_gemm: VITUNE_PEAK_GFLOPS='", text,
+               "': expected a positive number of GFLOP/s");
+  return value;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double peak_gflops = 0;
+  try {
+    peak_gflops = peak_gflops_from_environment();
+  } catch (const vitune::Error& error) {
+    std::fprintf(stderr, "%s\n", error.what());
+    return 1;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::AddCustomContext("blas_core", vitune::blas_core_name());
+  benchmark::AddCustomContext("threads", std::to_string(vitune::num_threads()));
+  benchmark::AddCustomContext("peak_gflops", std::to_string(peak_gflops));
+  benchmark::AddCustomContext("rows_T", std::to_string(kRows) + " (batch 8 x 197 tokens)");
+  for (const LinearLayer& layer : vit_layers("vit_ti16", 192, 768)) {
+    for (Pass pass : {Pass::Forward, Pass::InputGrad, Pass::WeightGrad}) register_layer_pass(layer, pass, peak_gflops);
+  }
+  for (const LinearLayer& layer : vit_layers("vit_b16", 768, 3072)) {
+    for (Pass pass : {Pass::Forward, Pass::InputGrad, Pass::WeightGrad}) register_layer_pass(layer, pass, peak_gflops);
+  }
+  register_small_contrast(peak_gflops);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,57 @@
+// The allocator: 64-byte alignment, current and peak bytes per device, peak reset,
+// reuse of cached large blocks that are not counted as held.
+#include "engine/allocator.h"
+#include "engine/tensor.h"
+#include "test_util.h"
+
+namespace vitune::testing {
+namespace {
+
+TEST(Allocator, BlocksAreAlignedTo64Bytes) {
+  for (size_t bytes : {1, 3, 64, 100, 4097, 3 << 20}) {
+    void* p = allocate(Device::cpu(), bytes);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u) << bytes;
+    deallocate(Device::cpu(), p, bytes);
+  }
+}
+
+TEST(Allocator, CurrentAndPeakFollowTensorsAndResetPeakStartsAPhase) {
+  MemoryStats before = memory_stats(Device::cpu());
+  reset_peak_memory(Device::cpu());
+  {
+    Tensor a({1000}), b({500});
+    EXPECT_EQ(memory_stats(Device::cpu()).current_bytes, before.current_bytes + 6000);
+  }
+  MemoryStats after = memory_stats(Device::cpu());
+  EXPECT_EQ(after.current_bytes, before.current_bytes);
+  EXPECT_EQ(after.peak_bytes, before.current_bytes + 6000);
+  reset_peak_memory(Device::cpu());
+  EXPECT_EQ(memory_stats(Device::cpu()).peak_bytes, before.current_bytes);
+}
+
+TEST(Allocator, LargeFreedBlocksAreReusedAndNotCountedAsHeld) {
+  release_cached_memory();
+  const size_t bytes = 5 << 20;
+  void* first = allocate(Device::cpu(), bytes);
+  int64_t held = memory_stats(Device::cpu()).current_bytes;
+  deallocate(Device::cpu(), first, bytes);
+  EXPECT_EQ(memory_stats(Device::cpu()).current_bytes, held - int64_t(bytes));
+  EXPECT_GE(memory_stats(Device::cpu()).cached_bytes, int64_t(bytes));
+  void* second = allocate(Device::cpu(), bytes - 100);  // same 64 KiB-rounded size
+  EXPECT_EQ(second, first);
+  deallocate(Device::cpu(), second, bytes - 100);
+  release_cached_memory();
+  EXPECT_EQ(memory_stats(Device::cpu()).cached_bytes, 0);
+}
+
+TEST(Allocator, CudaAllocationWithoutTheBackendIsAClearError) {
+  try {
+    allocate(Device::cuda(0), 16);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cuda:0"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace vitune::testing
