@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "autograd/functions.h"
 #include "autograd/variable.h"

@@ -6,11 +6,16 @@
 
 #include "cli/commands.h"
 #include "engine/error.h"
+#include "engine/parallel.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"vitune: ViT finetuning research tools on a from-scratch tensor engine"};
   app.set_version_flag("--version", "vitune 0.1.0");
   app.require_subcommand(1);
+  app.add_option_function<int>("--threads", [](int n) { vitune::set_num_threads(n); },
+                               "Worker threads (default: VITUNE_NUM_THREADS, else all cores); results are "
+                               "bit-identical for any count")
+      ->check(CLI::Range(1, 1024));
   vitune::cli::register_commands(app);
   try {
     app.parse(argc, argv);

@@ -14,8 +14,8 @@ namespace vitune {
 namespace {
 
 constexpr int kMaxDevices = 17;  // slot 0: host; 1..16: CUDA devices
-constexpr size_t kCachedFrom = size_t(1) << 20;
-constexpr size_t kLargeGranule = size_t(64) << 10;  // large sizes round up to 64 KiB
+constexpr size_t kCachedFrom = size_t(16) << 10;
+constexpr size_t kCachedGranule = size_t(4) << 10;  // cached sizes round up to 4 KiB
 
 struct Counters {
   std::atomic<int64_t> current{0};
@@ -40,7 +40,7 @@ void record_allocation(Device device, size_t bytes) {
 }
 
 size_t rounded_size(size_t bytes) {
-  size_t granule = bytes >= kCachedFrom ? kLargeGranule : kAlignment;
+  size_t granule = bytes >= kCachedFrom ? kCachedGranule : kAlignment;
   size_t rounded = (bytes + granule - 1) / granule * granule;
   return rounded == 0 ? kAlignment : rounded;
 }

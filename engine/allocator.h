@@ -3,8 +3,8 @@
 // held by tensors and the peak since the last reset; commands report their peak
 // memory from it.
 //
-// Freed host blocks of 1 MiB and more are kept in a cache and handed out again for the
-// same rounded size: a training step allocates the same activations every time, and a
+// Freed host blocks of 16 KiB and more are kept in a cache and handed out again for
+// the same size rounded up to 4 KiB: a training step allocates the same activations every time, and a
 // fresh block from the operating system costs a page fault per 4 KiB on first touch.
 // Cached bytes are not "current"; they are reported apart and capped (default 2 GiB,
 // or VITUNE_HOST_CACHE_MB).

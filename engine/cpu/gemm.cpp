@@ -1,8 +1,8 @@
 // GEMM on the host: OpenBLAS for the products that matter, and the plain triple loop
 // that the tests hold it to. OpenBLAS's own threading changes the bits with the thread
 // count, so it runs single-threaded and vitune splits the output instead: into panels
-// of a fixed width that depends only on the shape, each one OpenBLAS call, spread over
-// the pool. The same panels are computed whatever the number of threads.
+// whose width depends only on the shape, each one OpenBLAS call, spread over the pool.
+// The same panels are computed whatever the number of threads.
 #include <algorithm>
 
 #include "engine/cpu/blas.h"
@@ -52,9 +52,17 @@ void reference_kernel(bool trans_a, bool trans_b, GemmShape s, T alpha, const T*
   }
 }
 
-// Panels are this many rows (or columns) of C; products below kSerialFlops run whole.
-constexpr int64_t kPanel = 96;
+// Products below kSerialFlops run as one call. Larger ones are cut into at most
+// kMaxPanels panels of at least kMinPanel rows (or columns) of C, a multiple of 32: big
+// enough for OpenBLAS's packing to pay off, many enough to balance up to 16 threads.
 constexpr int64_t kSerialFlops = int64_t(1) << 21;
+constexpr int64_t kMinPanel = 256;
+constexpr int64_t kMaxPanels = 16;
+
+int64_t panel_width(int64_t extent) {
+  int64_t even_share = (extent + kMaxPanels - 1) / kMaxPanels;
+  return std::max(kMinPanel, (even_share + 31) / 32 * 32);
+}
 
 template <typename T>
 void blas_kernel(bool trans_a, bool trans_b, GemmShape s, T alpha, const T* a, const T* b, T beta,
@@ -67,10 +75,11 @@ void blas_kernel(bool trans_a, bool trans_b, GemmShape s, T alpha, const T* a, c
   }
   bool split_rows = s.m >= s.n;
   int64_t extent = split_rows ? s.m : s.n;
-  int64_t panels = (extent + kPanel - 1) / kPanel;
+  int64_t panel = panel_width(extent);
+  int64_t panels = (extent + panel - 1) / panel;
   parallel_for(panels, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t panel = begin; panel < end; ++panel) {
-      int64_t first = panel * kPanel, width = std::min(kPanel, extent - first);
+    for (int64_t p = begin; p < end; ++p) {
+      int64_t first = p * panel, width = std::min(panel, extent - first);
       if (split_rows) {
         // Rows [first, first + width) of C from the same rows of op(A).
         const T* a_rows = trans_a ? a + first : a + first * lda;

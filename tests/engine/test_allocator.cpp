@@ -37,7 +37,7 @@ TEST(Allocator, LargeFreedBlocksAreReusedAndNotCountedAsHeld) {
   deallocate(Device::cpu(), first, bytes);
   EXPECT_EQ(memory_stats(Device::cpu()).current_bytes, held - int64_t(bytes));
   EXPECT_GE(memory_stats(Device::cpu()).cached_bytes, int64_t(bytes));
-  void* second = allocate(Device::cpu(), bytes - 100);  // same 64 KiB-rounded size
+  void* second = allocate(Device::cpu(), bytes - 100);  // same 4 KiB-rounded size
   EXPECT_EQ(second, first);
   deallocate(Device::cpu(), second, bytes - 100);
   release_cached_memory();

@@ -123,7 +123,8 @@ Reference reference(const Dims& s, const Tensor& qkv_t, const Tensor& dctx_t) {
           Tensor::from_vector(qkv_t.shape(), dqkv)};
 }
 
-void check_against_reference(const Dims& s, DType dtype, vitune::testing::Tolerance tol) {
+void check_against_reference(const Dims& s, DType dtype, vitune::testing::Tolerance forward_tol,
+                             vitune::testing::Tolerance grad_tol) {
   Tensor qkv = normal({s.batch, s.tokens, 3 * s.dim()}, dtype, 1, 1.5);
   Tensor dctx = normal({s.batch, s.tokens, s.dim()}, dtype, 2);
   Tensor probs;
@@ -132,22 +133,33 @@ void check_against_reference(const Dims& s, DType dtype, vitune::testing::Tolera
   Reference ref = reference(s, qkv, dctx);
   EXPECT_EQ(ctx.dtype(), dtype);
   EXPECT_EQ(dqkv.dtype(), dtype);
-  EXPECT_TRUE(tensors_close(ctx, ref.ctx, tol, "ctx"));
-  EXPECT_TRUE(tensors_close(probs, ref.probs, tol, "probs"));
-  EXPECT_TRUE(tensors_close(dqkv, ref.dqkv, tol, "dqkv"));
+  EXPECT_TRUE(tensors_close(ctx, ref.ctx, forward_tol, "ctx"));
+  EXPECT_TRUE(tensors_close(probs, ref.probs, forward_tol, "probs"));
+  EXPECT_TRUE(tensors_close(dqkv, ref.dqkv, grad_tol, "dqkv"));
 }
 
 TEST(AttentionTest, MatchesReferenceF32) {
-  check_against_reference({2, 7, 3, 5}, DType::F32, vitune::testing::kF32Gradient);
+  check_against_reference({2, 7, 3, 5}, DType::F32, vitune::testing::kF32Forward,
+                          vitune::testing::kF32Gradient);
 }
 
 TEST(AttentionTest, MatchesReferenceF64) {
-  check_against_reference({2, 7, 3, 5}, DType::F64, vitune::testing::kF64Exact);
+  check_against_reference({2, 7, 3, 5}, DType::F64, vitune::testing::kF64Exact,
+                          vitune::testing::kF64Exact);
+  check_against_reference({1, 32, 2, 24}, DType::F64, vitune::testing::kF64Exact,
+                          vitune::testing::kF64Exact);
 }
 
 TEST(AttentionTest, MatchesReferenceAtSmallVitShapeF32) {
   // The test ViT's heads: 50 tokens, 4 heads of 16.
-  check_against_reference({2, 50, 4, 16}, DType::F32, vitune::testing::kF32Gradient);
+  check_against_reference({2, 50, 4, 16}, DType::F32, vitune::testing::kF32Forward,
+                          vitune::testing::kF32Gradient);
+}
+
+TEST(AttentionTest, MatchesReferenceWithoutTokenPaddingF32) {
+  // 32 tokens fill whole register tiles; a head of 24 does not.
+  check_against_reference({1, 32, 2, 24}, DType::F32, vitune::testing::kF32Forward,
+                          vitune::testing::kF32Gradient);
 }
 
 TEST(AttentionTest, BackwardMatchesFiniteDifferencesF64) {
@@ -211,6 +223,26 @@ TEST(AttentionTest, HugeScoresDoNotOverflow) {
   }
   Tensor dqkv = ops::attention_backward(normal({1, 6, 8}, DType::F32, 32), qkv, probs, 2);
   for (double x : values(dqkv)) ASSERT_TRUE(std::isfinite(x));
+}
+
+TEST(AttentionTest, ProbabilitiesAreAccurateF32) {
+  // Scores spread over several units, so that the exponentials cover a wide range; the
+  // float probabilities must agree with the double reference to a few ulp of the scores.
+  const Dims s{2, 40, 2, 16};
+  Tensor qkv = normal({2, 40, 3 * 32}, DType::F32, 37, 2);
+  Tensor probs;
+  ops::attention_forward(qkv, 2, probs);
+  Reference ref = reference(s, qkv, normal({2, 40, 32}, DType::F32, 38));
+  EXPECT_TRUE(tensors_close(probs, ref.probs, {1e-12, 1e-5}, "probs"));
+}
+
+TEST(AttentionTest, NanReachesTheOutputOfItsHead) {
+  Tensor qkv = normal({1, 4, 3 * 4}, DType::F32, 35);
+  qkv.data<float>()[1] = NAN;  // query 0, head 0
+  Tensor probs;
+  std::vector<double> ctx = values(ops::attention_forward(qkv, 2, probs));
+  EXPECT_TRUE(std::isnan(ctx[0]) && std::isnan(ctx[1]));    // token 0, head 0
+  EXPECT_TRUE(std::isfinite(ctx[2]) && std::isfinite(ctx[3]));  // token 0, head 1
 }
 
 TEST(AttentionTest, BadShapesThrow) {

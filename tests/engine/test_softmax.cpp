@@ -149,6 +149,13 @@ TEST(SoftmaxTest, HugeLogitsDoNotOverflow) {
                             vitune::testing::kF32Forward, "y"));
 }
 
+TEST(SoftmaxTest, NanSpreadsOverItsRowOnly) {
+  Tensor x = Tensor::from_vector<float>({2, 3}, {1, NAN, 2, 1, 2, 3});
+  std::vector<double> y = values(ops::softmax_forward(x));
+  for (int c = 0; c < 3; ++c) EXPECT_TRUE(std::isnan(y[size_t(c)])) << c;
+  for (int c = 3; c < 6; ++c) EXPECT_TRUE(std::isfinite(y[size_t(c)])) << c;
+}
+
 TEST(SoftmaxTest, BadArgumentsThrow) {
   EXPECT_THROW(ops::softmax_forward(Tensor::zeros({3, 4}, DType::I64)), Error);
   EXPECT_THROW(ops::softmax_forward(Tensor::full({}, 1.0)), Error);
