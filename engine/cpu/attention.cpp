@@ -51,7 +51,8 @@ AttentionShape attention_shape(const Tensor& qkv, int heads, const char* op) {
                ": qkv must be [batch, tokens, 3 * dim] with dim divisible by heads = ", heads,
                ", got ", qkv.str());
   const int64_t tokens = qkv.dim(1), dim = qkv.dim(2) / 3, head_dim = dim / heads;
-  return {qkv.dim(0), tokens, dim, heads, head_dim, round_up(tokens, kPad), round_up(head_dim, kPad)};
+  const int64_t padded_tokens = round_up(tokens, kPad), padded_head_dim = round_up(head_dim, kPad);
+  return {qkv.dim(0), tokens, dim, heads, head_dim, padded_tokens, padded_head_dim};
 }
 
 // c[i, j] = sum_{p < k} a(i, p) b[p * ldb + j] for i < m, j < n, with m a multiple of

@@ -109,15 +109,15 @@ TEST(CrossEntropyTest, BackwardMatchesFiniteDifferencesF64) {
       std::vector<double> xs = values(logits), vs = values(v);
       for (size_t i = 0; i < xs.size(); ++i) xs[i] += t * vs[i];
       Tensor probs;
-      return grad_scale *
-             ops::cross_entropy_forward(Tensor::from_vector(logits.shape(), xs), labels, smoothing,
-                                        probs);
+      return grad_scale * ops::cross_entropy_forward(Tensor::from_vector(logits.shape(), xs),
+                                                     labels, smoothing, probs);
     };
     const double h = 1e-6;
     const double numeric = (loss_along(h) - loss_along(-h)) / (2 * h);
     Tensor probs;
     ops::cross_entropy_forward(logits, labels, smoothing, probs);
-    std::vector<double> grad = values(ops::cross_entropy_backward(probs, labels, smoothing, grad_scale));
+    std::vector<double> grad =
+        values(ops::cross_entropy_backward(probs, labels, smoothing, grad_scale));
     std::vector<double> vv = values(v);
     double analytic = 0;
     for (size_t i = 0; i < grad.size(); ++i) analytic += grad[i] * vv[i];

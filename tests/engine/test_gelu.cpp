@@ -56,9 +56,13 @@ void check_against_reference(DType dtype, vitune::testing::Tolerance tol) {
   EXPECT_TRUE(tensors_close(dx, Tensor::from_vector(x.shape(), dx_ref), tol, "dx"));
 }
 
-TEST(GeluTest, MatchesReferenceF32) { check_against_reference(DType::F32, vitune::testing::kF32Forward); }
+TEST(GeluTest, MatchesReferenceF32) {
+  check_against_reference(DType::F32, vitune::testing::kF32Forward);
+}
 
-TEST(GeluTest, MatchesReferenceF64) { check_against_reference(DType::F64, vitune::testing::kF64Exact); }
+TEST(GeluTest, MatchesReferenceF64) {
+  check_against_reference(DType::F64, vitune::testing::kF64Exact);
+}
 
 TEST(GeluTest, KnownValues) {
   Tensor x = Tensor::from_vector<double>({5}, {0, 1, -1, 8, -8});

@@ -59,7 +59,8 @@ Reference reference(const Tensor& x_t, const Tensor& w_t, const Tensor& b_t, con
                     double eps) {
   const int64_t cols = x_t.dim(-1), rows = x_t.numel() / cols;
   std::vector<double> x = values(x_t), w = values(w_t), b = values(b_t), dy = values(dy_t);
-  std::vector<double> y(x.size()), mean(static_cast<size_t>(rows)), rstd(static_cast<size_t>(rows)), dx(x.size());
+  std::vector<double> y(x.size()), mean(static_cast<size_t>(rows)), rstd(static_cast<size_t>(rows)),
+      dx(x.size());
   std::vector<double> dw(size_t(cols), 0.0), db(size_t(cols), 0.0);
   for (int64_t r = 0; r < rows; ++r) {
     double m = 0;
@@ -80,7 +81,8 @@ Reference reference(const Tensor& x_t, const Tensor& w_t, const Tensor& b_t, con
       double sum = 0;
       for (int64_t i = 0; i < cols; ++i) {
         double xhat_i = (x[size_t(r * cols + i)] - m) * s;
-        double jacobian = s * ((i == j ? 1.0 : 0.0) - 1.0 / double(cols) - xhat_i * xhat_j / double(cols));
+        double jacobian =
+            s * ((i == j ? 1.0 : 0.0) - 1.0 / double(cols) - xhat_i * xhat_j / double(cols));
         sum += dy[size_t(r * cols + i)] * w[size_t(i)] * jacobian;
       }
       dx[size_t(r * cols + j)] = sum;
@@ -89,9 +91,14 @@ Reference reference(const Tensor& x_t, const Tensor& w_t, const Tensor& b_t, con
       db[size_t(j)] += dy[size_t(r * cols + j)];
     }
   }
-  return {Tensor::from_vector(x_t.shape(), y), Tensor::from_vector({rows}, mean),
-          Tensor::from_vector({rows}, rstd), Tensor::from_vector(x_t.shape(), dx),
-          Tensor::from_vector({cols}, dw), Tensor::from_vector({cols}, db)};
+  Reference ref;
+  ref.y = Tensor::from_vector(x_t.shape(), y);
+  ref.mean = Tensor::from_vector({rows}, mean);
+  ref.rstd = Tensor::from_vector({rows}, rstd);
+  ref.dx = Tensor::from_vector(x_t.shape(), dx);
+  ref.dweight = Tensor::from_vector({cols}, dw);
+  ref.dbias = Tensor::from_vector({cols}, db);
+  return ref;
 }
 
 // Forward and backward of the kernel against the reference. dweight and dbias start
@@ -164,9 +171,12 @@ TEST(LayerNormTest, BackwardMatchesFiniteDifferencesF64) {
   Tensor dx, dw = Tensor::zeros({9}, f64), db = Tensor::zeros({9}, f64);
   ops::layer_norm_backward(dy, x, w, mean, rstd, &dx, &dw, &db);
 
-  const double along_x = central_difference([&](double t) { return loss(shifted(x, t, vx), w, b); });
-  const double along_w = central_difference([&](double t) { return loss(x, shifted(w, t, vw), b); });
-  const double along_b = central_difference([&](double t) { return loss(x, w, shifted(b, t, vb)); });
+  const double along_x =
+      central_difference([&](double t) { return loss(shifted(x, t, vx), w, b); });
+  const double along_w =
+      central_difference([&](double t) { return loss(x, shifted(w, t, vw), b); });
+  const double along_b =
+      central_difference([&](double t) { return loss(x, w, shifted(b, t, vb)); });
   EXPECT_NEAR(along_x, dot(dx, vx), 1e-6 * std::fabs(dot(dx, vx)));
   EXPECT_NEAR(along_w, dot(dw, vw), 1e-6 * std::fabs(dot(dw, vw)));
   EXPECT_NEAR(along_b, dot(db, vb), 1e-6 * std::fabs(dot(db, vb)));
@@ -258,9 +268,9 @@ TEST(LayerNormTest, BadArgumentsThrow) {
   EXPECT_THROW(ops::layer_norm_backward(normal({4, 5}, DType::F32, 55), x, w, mean, rstd, &dx,
                                         nullptr, nullptr),
                Error);
-  EXPECT_THROW(ops::layer_norm_backward(x, x, w, normal({3}, DType::F32, 56), rstd, &dx, nullptr,
-                                        nullptr),
-               Error);
+  EXPECT_THROW(
+      ops::layer_norm_backward(x, x, w, normal({3}, DType::F32, 56), rstd, &dx, nullptr, nullptr),
+      Error);
   EXPECT_THROW(ops::layer_norm_backward(x, x, w, mean, rstd, nullptr, &wrong, nullptr), Error);
   Tensor dx_wrong = Tensor::zeros({4, 6}, DType::F64);
   EXPECT_THROW(ops::layer_norm_backward(x, x, w, mean, rstd, &dx_wrong, nullptr, nullptr), Error);

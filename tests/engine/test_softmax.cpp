@@ -142,11 +142,11 @@ TEST(SoftmaxTest, HugeLogitsDoNotOverflow) {
       {3, 3}, {1e4f, 1e4f - 1, -1e4f, -5e3f, 3e4f, 3e4f, -2e4f, -2e4f - 1, -3e4f});
   Tensor y = ops::softmax_forward(x);
   const double e = std::exp(-1.0);
-  EXPECT_TRUE(tensors_close(y,
-                            Tensor::from_vector<double>({3, 3}, {1 / (1 + e), e / (1 + e), 0, 0,
-                                                                 0.5, 0.5, 1 / (1 + e),
-                                                                 e / (1 + e), 0}),
-                            vitune::testing::kF32Forward, "y"));
+  EXPECT_TRUE(tensors_close(
+      y,
+      Tensor::from_vector<double>(
+          {3, 3}, {1 / (1 + e), e / (1 + e), 0, 0, 0.5, 0.5, 1 / (1 + e), e / (1 + e), 0}),
+      vitune::testing::kF32Forward, "y"));
 }
 
 TEST(SoftmaxTest, NanSpreadsOverItsRowOnly) {
