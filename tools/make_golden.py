@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the PyTorch golden data the C++ tests compare against, into tests/data/.
+"""Writes the PyTorch golden data the C++ tests compare against, into tests/golden/.
 
 A tiny timm-style ViT (tiny_vit.py) with fixed-seed weights: the weights in the timm,
 Hugging Face and Google .npz layouts, a batch of images, a forward trace with every
@@ -29,15 +29,15 @@ LABELS = [3, 7, 0, 9]
 OPTIM_STEPS = 5
 TRACE_STEPS = ["norm1_in", "norm1_out", "attn_ctx", "attn_out", "norm2_in", "norm2_out",
                "fc1_pre", "fc1_act", "fc2_out", "block_out"]
-DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data")
+GOLDEN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "golden")
 
 
 def data_file(name):
-    return os.path.normpath(os.path.join(DATA_DIR, name))
+    return os.path.normpath(os.path.join(GOLDEN_DIR, name))
 
 
 def report(name, count, size):
-    print(f"wrote tests/data/{name}: {count} arrays, {size} bytes")
+    print(f"wrote tests/golden/{name}: {count} arrays, {size} bytes")
 
 
 def save(name, tensors, metadata=None):
@@ -146,7 +146,7 @@ def main():
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)
     torch.set_default_dtype(torch.float32)
-    os.makedirs(DATA_DIR, exist_ok=True)
+    os.makedirs(GOLDEN_DIR, exist_ok=True)
 
     model = TinyViT(CONFIG)
     init_parameters(model)

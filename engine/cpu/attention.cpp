@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/cpu/check.h"
+#include "engine/cpu/vector_math.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
@@ -17,15 +18,9 @@ namespace vitune::ops {
 
 namespace {
 
-// 64 bytes of T as one vector (a GCC/Clang vector extension): 16 floats or 8 doubles,
-// one AVX-512 register; the compiler splits it over narrower registers on narrower
-// targets.
 template <typename T>
-struct Vector64 {
-  typedef T type __attribute__((vector_size(64)));
-};
-using Floats = Vector64<float>::type;
-using Ints = Vector64<int32_t>::type;
+using Vector64 = cpu::Vector64<T>;
+using cpu::Floats;
 
 // A register tile of a product is kTileRows rows by one vector. Tokens and head_dim are
 // padded to kPad, a whole number of tiles and of float vectors.
@@ -128,34 +123,10 @@ double sum_in_double(const T* a, int64_t count) {
 }
 
 // row[j] = e^(row[j] - max) for j < count, a whole number of float vectors, where
-// every row[j] <= max. For floats, a vector at a time: with x = row[j] - max,
-// n = round(x / ln 2) and r = x - n ln 2 (ln 2 split in two so that n times the high
-// part is exact), |r| <= ln(2) / 2 and e^x = 2^n e^r; e^r by its Taylor series to
-// degree 7 (truncation error below 1e-8 of the result) and 2^n written straight into
-// the exponent bits. Within one ulp of exp; results below the smallest normal float
-// (x < ln of it) are 0, and NaN stays NaN.
+// every row[j] <= max (cpu::exp_nonpositive, within one ulp of exp).
 void exp_shifted(float* row, int64_t count, float max) {
-  const float lowest = -87.33654475f;     // ln of the smallest normal float
-  const float round_shift = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  for (int64_t j = 0; j < count; j += int64_t(sizeof(Floats) / sizeof(float))) {
-    Floats x;
-    std::memcpy(&x, row + j, sizeof(Floats));
-    x -= max;
-    const Floats clamped = x < lowest ? lowest : x;
-    const Floats n = (clamped * 1.44269504088896341f + round_shift) - round_shift;
-    const Floats r = (clamped - n * 0.693145751953125f) - n * 1.428606765330187e-06f;
-    Floats series = r * (1.0f / 5040) + 1.0f / 720;
-    series = series * r + 1.0f / 120;
-    series = series * r + 1.0f / 24;
-    series = series * r + 1.0f / 6;
-    series = series * r + 0.5f;
-    series = series * r + 1.0f;
-    series = series * r + 1.0f;
-    const Ints exponent = (__builtin_convertvector(n, Ints) + 127) << 23;
-    Floats power_of_two;
-    std::memcpy(&power_of_two, &exponent, sizeof(Floats));
-    const Floats result = x < lowest ? Floats{} : series * power_of_two;
-    std::memcpy(row + j, &result, sizeof(Floats));
+  for (int64_t j = 0; j < count; j += cpu::kFloatLanes) {
+    cpu::store_floats(row + j, cpu::exp_nonpositive(cpu::load_floats(row + j) - max));
   }
 }
 
