@@ -52,16 +52,18 @@ void reference_kernel(bool trans_a, bool trans_b, GemmShape s, T alpha, const T*
   }
 }
 
-// Products below kSerialFlops run as one call. Larger ones are cut into at most
-// kMaxPanels panels of at least kMinPanel rows (or columns) of C, a multiple of 32: big
-// enough for OpenBLAS's packing to pay off, many enough to balance up to 16 threads.
+// Products below kSerialFlops run as one call. Larger ones are cut into an even number
+// of panels (so two, four or eight threads get equal shares) of about kTargetPanel rows
+// (or columns) of C, at most kMaxPanels, each a multiple of 16 wide.
 constexpr int64_t kSerialFlops = int64_t(1) << 21;
-constexpr int64_t kMinPanel = 256;
-constexpr int64_t kMaxPanels = 16;
+constexpr int64_t kTargetPanel = 256;
+constexpr int64_t kMaxPanels = 32;
 
 int64_t panel_width(int64_t extent) {
-  int64_t even_share = (extent + kMaxPanels - 1) / kMaxPanels;
-  return std::max(kMinPanel, (even_share + 31) / 32 * 32);
+  int64_t panels = 2 * ((extent + 2 * kTargetPanel - 1) / (2 * kTargetPanel));
+  panels = std::min(panels, kMaxPanels);
+  int64_t width = (extent + panels - 1) / panels;
+  return (width + 15) / 16 * 16;
 }
 
 template <typename T>
