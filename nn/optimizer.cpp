@@ -46,6 +46,44 @@ int64_t Optimizer::state_bytes() const {
   return bytes;
 }
 
+void Optimizer::export_state(const std::string& prefix,
+                             std::vector<std::pair<std::string, Tensor>>& out) const {
+  for (const Parameter* p : parameters_) {
+    auto it = state_.find(p);
+    if (it == state_.end()) continue;
+    const std::string base = prefix + p->name();
+    for (size_t s = 0; s < it->second.buffers.size(); ++s) {
+      out.emplace_back(base + ".slot" + std::to_string(s), it->second.buffers[s]);
+    }
+    out.emplace_back(base + ".steps", Tensor::from_vector<int64_t>({1}, {it->second.steps}));
+  }
+}
+
+void Optimizer::import_state(const std::string& prefix, const std::map<std::string, Tensor>& tensors,
+                             const std::string& source) {
+  state_.clear();
+  for (const Parameter* p : parameters_) {
+    const std::string base = prefix + p->name();
+    auto steps = tensors.find(base + ".steps");
+    if (steps == tensors.end()) continue;  // no state yet for this parameter
+    VITUNE_CHECK(steps->second.dtype() == DType::I64 && steps->second.numel() == 1, source, ": tensor '",
+                 base, ".steps' must be i64[1], got ", steps->second.str());
+    ParameterState state;
+    state.steps = steps->second.data<int64_t>()[0];
+    for (int s = 0; s < slots(); ++s) {
+      const std::string name = base + ".slot" + std::to_string(s);
+      auto buffer = tensors.find(name);
+      VITUNE_CHECK(buffer != tensors.end(), source, ": missing optimizer tensor '", name, "'");
+      VITUNE_CHECK(buffer->second.dtype() == DType::F32 && buffer->second.ndim() == 1 &&
+                       buffer->second.numel() == p->trainable_count(),
+                   source, ": optimizer tensor '", name, "' is ", buffer->second.str(), ", expected f32[",
+                   p->trainable_count(), "] for the parameter's trainable entries");
+      state.buffers.push_back(buffer->second.clone());
+    }
+    state_[p] = std::move(state);
+  }
+}
+
 Sgd::Sgd(std::vector<Parameter*> parameters, const SgdOptions& options)
     : Optimizer(std::move(parameters), options.lr), options_(options) {
   VITUNE_CHECK(options.lr >= 0 && options.momentum >= 0 && options.weight_decay >= 0,

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "nn/parameter.h"
@@ -24,6 +26,13 @@ class Optimizer {
   int64_t steps_taken() const { return steps_; }
   // Bytes of optimizer state (momentum and moment buffers) currently held.
   int64_t state_bytes() const;
+
+  // The state as named tensors, for checkpoints that resume exactly:
+  // "<prefix><parameter>.slot<i>" (the buffers) and "<prefix><parameter>.steps" (i64 [1]).
+  void export_state(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;
+  // Restores what export_state wrote; `source` names the file in errors.
+  void import_state(const std::string& prefix, const std::map<std::string, Tensor>& tensors,
+                    const std::string& source);
 
  protected:
   // Updates `count` entries of one parameter: entry i is value[index ? index[i] : i]
