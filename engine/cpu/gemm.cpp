@@ -127,7 +127,7 @@ void gemm_batched(bool trans_a, bool trans_b, double alpha, const Tensor& a, con
                op, ": expects [S,.,.] operands with one stack size, got ", a.str(), ", ", b.str(), ", ",
                c.str());
   int64_t stack = a.dim(0);
-  if (stack == 0) return;
+  if (stack == 0 || a.numel() + c.numel() == 0) return;
   GemmShape s = gemm_shape(trans_a, trans_b, a.rows(0, 1).reshape({a.dim(1), a.dim(2)}),
                            b.rows(0, 1).reshape({b.dim(1), b.dim(2)}),
                            c.rows(0, 1).reshape({c.dim(1), c.dim(2)}), op);
@@ -137,12 +137,20 @@ void gemm_batched(bool trans_a, bool trans_b, double alpha, const Tensor& a, con
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
     T* pc = c.data<T>();
-    // Many small products: one per thread chunk, each a single-threaded plain kernel
-    // whose loop order is fixed, so the split never changes the bits.
+    // One product per stack item, each computed whole by one thread (OpenBLAS for the
+    // large ones, the plain loop for tiny ones), so the split never changes the bits.
+    const bool tiny = 2 * s.m * s.n * s.k < 4096;
+    const int64_t lda = trans_a ? s.m : s.k, ldb = trans_b ? s.k : s.n;
     parallel_for(stack, 1, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
-        reference_kernel<T>(trans_a, trans_b, s, T(alpha), pa + i * s.m * s.k, pb + i * s.k * s.n,
-                            T(beta), pc + i * s.m * s.n);
+        const T* ai = pa + i * s.m * s.k;
+        const T* bi = pb + i * s.k * s.n;
+        T* ci = pc + i * s.m * s.n;
+        if (tiny) {
+          reference_kernel<T>(trans_a, trans_b, s, T(alpha), ai, bi, T(beta), ci);
+        } else {
+          blas_gemm(trans_a, trans_b, s.m, s.n, s.k, T(alpha), ai, lda, bi, ldb, T(beta), ci, s.n);
+        }
       }
     });
   });

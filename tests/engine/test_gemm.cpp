@@ -1,0 +1,110 @@
+// GEMM: OpenBLAS-backed ops::gemm and gemm_batched against the plain-loop reference in
+// every transpose combination, with alpha and beta, in f32 and f64; panel splitting
+// gives the same bits for any thread count; bad shapes are errors; FLOPs are counted.
+#include "engine/flop_counter.h"
+#include "engine/ops.h"
+#include "engine/parallel.h"
+#include "engine/random.h"
+#include "test_util.h"
+
+namespace vitune::testing {
+namespace {
+
+Tensor random_matrix(Shape shape, DType dtype, uint64_t stream) {
+  Tensor t(std::move(shape), dtype);
+  fill_normal(t, 5, stream, 0.0, 1.0);
+  return t;
+}
+
+Shape operand(bool transposed, int64_t rows, int64_t cols) {
+  return transposed ? Shape{cols, rows} : Shape{rows, cols};
+}
+
+TEST(Gemm, EveryTransposeCombinationMatchesTheReference) {
+  const int64_t m = 37, n = 29, k = 53;
+  for (DType dtype : {DType::F32, DType::F64}) {
+    Tolerance tol = dtype == DType::F32 ? Tolerance{1e-5, 1e-5} : Tolerance{1e-12, 1e-12};
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        Tensor a = random_matrix(operand(ta, m, k), dtype, 1);
+        Tensor b = random_matrix(operand(tb, k, n), dtype, 2);
+        Tensor c = random_matrix({m, n}, dtype, 3);
+        Tensor expected = c.clone();
+        ops::gemm(ta, tb, 0.5, a, b, 2.0, c);
+        ops::gemm_reference(ta, tb, 0.5, a, b, 2.0, expected);
+        EXPECT_TRUE(tensors_close(c, expected, tol, std::string("ta=") + (ta ? "1" : "0") + " tb=" + (tb ? "1" : "0")));
+      }
+    }
+  }
+}
+
+TEST(Gemm, LargeProductsSplitIntoPanelsMatchTheReferenceAndAnyThreadCount) {
+  // Big enough to be cut into panels, both along rows (m >= n) and columns (n > m).
+  for (Shape mnk : {Shape{700, 96, 64}, Shape{64, 900, 48}}) {
+    int64_t m = mnk[0], n = mnk[1], k = mnk[2];
+    Tensor a = random_matrix({m, k}, DType::F32, 4);
+    Tensor b = random_matrix({n, k}, DType::F32, 5);
+    Tensor expected({m, n});
+    ops::gemm_reference(false, true, 1.0, a, b, 0.0, expected);
+    int before = num_threads();
+    Tensor results[2] = {Tensor({m, n}), Tensor({m, n})};
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      ops::gemm(false, true, 1.0, a, b, 0.0, results[threads - 1]);
+    }
+    set_num_threads(before);
+    EXPECT_TRUE(tensors_close(results[0], expected, {1e-4, 1e-5}, "panels"));
+    EXPECT_TRUE(bitwise_equal(results[0], results[1]));
+  }
+}
+
+TEST(Gemm, LeadingDimensionsFoldIntoRows) {
+  Tensor x = random_matrix({2, 3, 4}, DType::F64, 6);
+  Tensor w = random_matrix({5, 4}, DType::F64, 7);
+  Tensor y({2, 3, 5}, DType::F64);
+  ops::gemm(false, true, 1.0, x, w, 0.0, y);
+  Tensor expected({6, 5}, DType::F64);
+  ops::gemm_reference(false, true, 1.0, x.reshape({6, 4}), w, 0.0, expected);
+  EXPECT_TRUE(tensors_close(y.reshape({6, 5}), expected, kF64Exact, "folded"));
+}
+
+TEST(Gemm, BatchedMatchesOneProductPerItem) {
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      for (int64_t size : {3, 40}) {  // tiny items take the plain loop, larger ones OpenBLAS
+        Tensor a = random_matrix(ta ? Shape{4, size + 1, size} : Shape{4, size, size + 1}, DType::F64, 8);
+        Tensor b = random_matrix(tb ? Shape{4, size + 2, size + 1} : Shape{4, size + 1, size + 2}, DType::F64, 9);
+        Tensor c({4, size, size + 2}, DType::F64);
+        ops::gemm_batched(ta, tb, 1.0, a, b, 0.0, c);
+        for (int64_t i = 0; i < 4; ++i) {
+          Tensor ai = a.rows(i, i + 1).reshape({a.dim(1), a.dim(2)});
+          Tensor bi = b.rows(i, i + 1).reshape({b.dim(1), b.dim(2)});
+          Tensor expected({size, size + 2}, DType::F64);
+          ops::gemm_reference(ta, tb, 1.0, ai, bi, 0.0, expected);
+          EXPECT_TRUE(tensors_close(c.rows(i, i + 1).reshape({size, size + 2}), expected, kF64Exact, "item"));
+        }
+      }
+    }
+  }
+}
+
+TEST(Gemm, MismatchedShapesAndDtypesAreErrors) {
+  Tensor a({3, 4}), b({5, 6}), c({3, 6});
+  EXPECT_THROW(ops::gemm(false, false, 1.0, a, b, 0.0, c), Error);
+  Tensor b64({4, 6}, DType::F64);
+  EXPECT_THROW(ops::gemm(false, false, 1.0, a, b64, 0.0, c), Error);
+  Tensor s1({2, 3, 4}), s2({3, 4, 6}), s3({2, 3, 6});
+  EXPECT_THROW(ops::gemm_batched(false, false, 1.0, s1, s2, 0.0, s3), Error);
+}
+
+TEST(Gemm, FlopsAreCounted) {
+  Tensor a({8, 16}), b({16, 4}), c({8, 4});
+  a.fill(1);
+  b.fill(1);
+  reset_flop_counter();
+  ops::gemm(false, false, 1.0, a, b, 0.0, c);
+  EXPECT_EQ(flops_counted(), 2 * 8 * 4 * 16);
+}
+
+}  // namespace
+}  // namespace vitune::testing
