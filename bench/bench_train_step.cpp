@@ -6,35 +6,17 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
-#include <memory>
 #include <string>
 
-#include "autograd/functions.h"
-#include "autograd/variable.h"
+#include "bench/step_workload.h"
 #include "engine/allocator.h"
 #include "engine/cpu/blas.h"
 #include "engine/parallel.h"
-#include "engine/random.h"
-#include "nn/optimizer.h"
 #include "nn/vit.h"
 
 namespace {
 
-using vitune::Tensor;
-using vitune::autograd::Variable;
-
-vitune::nn::VitConfig fmnist_config() {
-  vitune::nn::VitConfig config;
-  config.img_size = 28;
-  config.patch = 4;
-  config.in_chans = 1;
-  config.dim = 64;
-  config.depth = 4;
-  config.heads = 4;
-  config.mlp_ratio = 4.0;
-  config.num_classes = 10;
-  return config;
-}
+using vitune::bench::fmnist_config;
 
 vitune::nn::VitConfig vit_ti16_config() {
   vitune::nn::VitConfig config;
@@ -49,53 +31,19 @@ vitune::nn::VitConfig vit_ti16_config() {
   return config;
 }
 
-// A model with timm's initialisation, one batch of normal images and uniform labels,
-// and PyTorch's SGD with momentum 0.9.
-struct StepSetup {
-  StepSetup(const vitune::nn::VitConfig& config, int64_t batch)
-      : model(config), batch(batch) {
-    model.init_weights(0);
-    Tensor pixels({batch, config.in_chans, config.img_size, config.img_size});
-    vitune::fill_normal(pixels, 1, 0, 0.0, 1.0);
-    images = Variable(pixels);
-    labels = Tensor({batch}, vitune::DType::I64);
-    int64_t* label = labels.data<int64_t>();
-    for (int64_t i = 0; i < batch; ++i) {
-      label[i] = int64_t(vitune::uniform01(1, 1, uint64_t(i)) * float(config.num_classes)) % config.num_classes;
-    }
-    vitune::nn::SgdOptions options;
-    options.lr = 0.01;
-    options.momentum = 0.9;
-    optimizer = std::make_unique<vitune::nn::Sgd>(model.parameters(), options);
-  }
-
-  void train_step() {
-    Variable loss = vitune::autograd::cross_entropy(model.forward(images), labels);
-    vitune::autograd::backward(loss);
-    optimizer->step();
-    optimizer->zero_grad();
-  }
-
-  void forward_step() {
-    vitune::autograd::NoGradGuard no_grad;
-    Variable logits = model.forward(images);
-    benchmark::DoNotOptimize(logits.value().raw());
-  }
-
-  vitune::nn::VisionTransformer model;
-  int64_t batch;
-  Variable images;
-  Tensor labels;
-  std::unique_ptr<vitune::nn::Sgd> optimizer;
-};
-
 enum class Mode { Train, Forward };
 
 // One untimed step first (it allocates the momentum buffers), then the timed steps with
 // the allocator's peak reset so it measures the steady state.
 void run_steps(benchmark::State& state, const vitune::nn::VitConfig& config, int64_t batch, Mode mode) {
-  StepSetup setup(config, batch);
-  auto step = [&] { mode == Mode::Train ? setup.train_step() : setup.forward_step(); };
+  vitune::bench::StepWorkload workload(config, batch);
+  auto step = [&] {
+    if (mode == Mode::Train) {
+      workload.update(workload.loss());
+    } else {
+      benchmark::DoNotOptimize(workload.logits_without_tape().value().raw());
+    }
+  };
   step();
   vitune::reset_peak_memory(vitune::Device::cpu());
   for (auto _ : state) step();

@@ -6,23 +6,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
-#include <memory>
 #include <string>
 
-#include "autograd/functions.h"
-#include "autograd/variable.h"
+#include "bench/step_workload.h"
 #include "engine/allocator.h"
 #include "engine/cpu/blas.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
-#include "engine/random.h"
-#include "nn/optimizer.h"
 #include "nn/vit.h"
 
 namespace {
 
 using vitune::Error;
-using vitune::Tensor;
 using vitune::autograd::Variable;
 
 constexpr const char* kUsage =
@@ -55,13 +50,7 @@ int64_t parse_integer(const std::string& flag, const std::string& text, int64_t 
 // Flags as "--name value" or "--name=value".
 Options parse_options(int argc, char** argv) {
   Options options;
-  options.config.img_size = 28;
-  options.config.patch = 4;
-  options.config.in_chans = 1;
-  options.config.dim = 64;
-  options.config.depth = 4;
-  options.config.heads = 4;
-  options.config.num_classes = 10;
+  options.config = vitune::bench::fmnist_config();
   std::map<std::string, int*> int_flags = {
       {"--img", &options.config.img_size}, {"--patch", &options.config.patch},
       {"--chans", &options.config.in_chans}, {"--dim", &options.config.dim},
@@ -99,56 +88,25 @@ Options parse_options(int argc, char** argv) {
   return options;
 }
 
-// The model with timm's initialisation, normal random images, uniform random labels
-// and SGD with momentum 0.9; step() runs one step of the chosen mode.
-class StepRunner {
- public:
-  explicit StepRunner(const Options& options) : model_(options.config), train_(options.train) {
-    const vitune::nn::VitConfig& c = options.config;
-    model_.init_weights(0);
-    Tensor pixels({options.batch, c.in_chans, c.img_size, c.img_size});
-    vitune::fill_normal(pixels, 1, 0, 0.0, 1.0);
-    images_ = Variable(pixels);
-    labels_ = Tensor({options.batch}, vitune::DType::I64);
-    int64_t* label = labels_.data<int64_t>();
-    for (int64_t i = 0; i < options.batch; ++i) {
-      label[i] = int64_t(vitune::uniform01(1, 1, uint64_t(i)) * float(c.num_classes)) % c.num_classes;
-    }
-    vitune::nn::SgdOptions sgd;
-    sgd.lr = 0.01;
-    sgd.momentum = 0.9;
-    optimizer_ = std::make_unique<vitune::nn::Sgd>(model_.parameters(), sgd);
+// One step of the chosen mode, failing if the logits or the loss are not finite.
+void run_step(vitune::bench::StepWorkload& workload, bool train) {
+  if (!train) {
+    Variable logits = workload.logits_without_tape();
+    VITUNE_CHECK(vitune::ops::all_finite(logits.value()), "vit_step: the forward gave non-finite logits");
+    return;
   }
-
-  void step() {
-    if (!train_) {
-      vitune::autograd::NoGradGuard no_grad;
-      Variable logits = model_.forward(images_);
-      VITUNE_CHECK(vitune::ops::all_finite(logits.value()), "vit_step: the forward gave non-finite logits");
-      return;
-    }
-    Variable loss = vitune::autograd::cross_entropy(model_.forward(images_), labels_);
-    VITUNE_CHECK(vitune::ops::all_finite(loss.value()), "vit_step: the loss is not finite");
-    vitune::autograd::backward(loss);
-    optimizer_->step();
-    optimizer_->zero_grad();
-  }
-
- private:
-  vitune::nn::VisionTransformer model_;
-  bool train_;
-  Variable images_;
-  Tensor labels_;
-  std::unique_ptr<vitune::nn::Sgd> optimizer_;
-};
+  Variable loss = workload.loss();
+  VITUNE_CHECK(vitune::ops::all_finite(loss.value()), "vit_step: the loss is not finite");
+  workload.update(loss);
+}
 
 void run(const Options& options) {
   if (options.threads > 0) vitune::set_num_threads(options.threads);
-  StepRunner runner(options);
-  for (int64_t i = 0; i < options.warmup; ++i) runner.step();
+  vitune::bench::StepWorkload workload(options.config, options.batch);
+  for (int64_t i = 0; i < options.warmup; ++i) run_step(workload, options.train);
   vitune::reset_peak_memory(vitune::Device::cpu());
   auto start = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < options.steps; ++i) runner.step();
+  for (int64_t i = 0; i < options.steps; ++i) run_step(workload, options.train);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("{\"images_per_s\": %.3f, \"ms_per_step\": %.3f, \"peak_bytes\": %lld, "
               "\"blas_core\": \"%s\", \"threads\": %d}\n",

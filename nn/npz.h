@@ -1,6 +1,6 @@
-// NumPy's array files: .npy (one array: magic, a Python-dict header, raw bytes) and
-// .npz (a zip archive of .npy files, stored by numpy.savez or deflated by
-// numpy.savez_compressed), read by our own zip reader with CRC and size checks.
+// NumPy's .npz files: a zip archive of .npy arrays (stored by numpy.savez, deflated by
+// numpy.savez_compressed), read into named tensors. The zip format is read in
+// nn/zip_archive.h and each array in nn/npy.h.
 #pragma once
 
 #include <map>
@@ -22,10 +22,5 @@ struct NpzFile {
 
 // Reads every array of the archive at `path`. Errors name the file and the entry.
 NpzFile read_npz(const std::string& path);
-
-// Parses one .npy file held in `bytes` into an owned tensor. Little-endian (or
-// byte-order-free) f4, f8, i4, i8, u1 and f2 arrays in C order are supported;
-// `what` names the array in error messages.
-Tensor parse_npy(const std::string& bytes, const std::string& what);
 
 }  // namespace vitune::nn

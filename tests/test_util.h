@@ -1,13 +1,23 @@
-// Helpers shared by the test suites: paths of the committed golden data and tensor
-// comparison with a stated tolerance |actual - expected| <= abs + rel * |expected|.
+// Helpers shared by the test suites: paths of the committed golden data, tensor
+// comparison with a stated tolerance |actual - expected| <= abs + rel * |expected|,
+// seeded random tensors, a scoped thread count, and temporary files.
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "engine/parallel.h"
+#include "engine/random.h"
 #include "engine/tensor.h"
 
 namespace vitune::testing {
@@ -56,6 +66,74 @@ inline ::testing::AssertionResult tensors_close(const Tensor& actual, const Tens
 inline bool bitwise_equal(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && a.dtype() == b.dtype() &&
          std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+// The elements of `t` as doubles, in index order.
+inline std::vector<double> values(const Tensor& t) { return t.to(DType::F64).to_vector<double>(); }
+
+// Sum of a * b over all elements, in double, in index order.
+inline double dot(const Tensor& a, const Tensor& b) {
+  double sum = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) sum += a.item(i) * b.item(i);
+  return sum;
+}
+
+// Normal samples N(mean, stddev^2) from vitune::fill_normal(seed, stream).
+inline Tensor random_normal(Shape shape, DType dtype, uint64_t seed, uint64_t stream, double mean = 0,
+                            double stddev = 1) {
+  Tensor t(std::move(shape), dtype);
+  fill_normal(t, seed, stream, mean, stddev);
+  return t;
+}
+
+// Uniform samples in [low, high) from std::mt19937(seed), drawn as Sample and stored as T.
+template <typename T, typename Sample = T>
+Tensor uniform_tensor(const Shape& shape, unsigned seed, double low, double high) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<Sample> dist(static_cast<Sample>(low), static_cast<Sample>(high));
+  std::vector<T> v(size_t(shape_numel(shape)));
+  for (T& x : v) x = T(dist(gen));
+  return Tensor::from_vector(shape, v);
+}
+
+// Sets the thread pool size for one scope and restores it after.
+class ThreadCount {
+ public:
+  explicit ThreadCount(int n) : saved_(num_threads()) { set_num_threads(n); }
+  ~ThreadCount() { set_num_threads(saved_); }
+  ThreadCount(const ThreadCount&) = delete;
+  ThreadCount& operator=(const ThreadCount&) = delete;
+
+ private:
+  int saved_;
+};
+
+// A temporary file path, TempDir() + stem + "_<pid>" + extension, removed when this goes away.
+class TempPath {
+ public:
+  TempPath(const std::string& stem, const std::string& extension)
+      : path_(::testing::TempDir() + stem + "_" + std::to_string(::getpid()) + extension) {}
+  ~TempPath() { std::remove(path_.c_str()); }
+  TempPath(const TempPath&) = delete;
+  TempPath& operator=(const TempPath&) = delete;
+  const std::string& str() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Writes `bytes` as the whole content of the file at `path`.
+inline void write_raw(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+// The whole content of the file at `path` ("" when it cannot be read).
+inline std::string read_raw(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
 }
 
 }  // namespace vitune::testing

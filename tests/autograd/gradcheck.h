@@ -8,31 +8,21 @@
 #include <vector>
 
 #include "autograd/functions.h"
-#include "engine/random.h"
 #include "test_util.h"
 
 namespace vitune::testing {
 
 using autograd::Variable;
 
-inline Tensor random_f64(const Shape& shape, uint64_t stream, double stddev = 1.0) {
-  Tensor t(shape, DType::F64);
-  fill_normal(t, 20240611, stream, 0.0, stddev);
-  return t;
-}
-
-inline double inner(const Tensor& a, const Tensor& b) {
-  double sum = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) sum += a.item(i) * b.item(i);
-  return sum;
-}
+// The seed of the random inputs and cotangents of the gradient checks.
+constexpr uint64_t kGradcheckSeed = 20240611;
 
 // Checks every input that requires a gradient; tolerance abs + rel * |fd|.
 inline void expect_gradients_match(const std::function<Variable(const std::vector<Variable>&)>& f,
                                    const std::vector<Variable>& inputs, double h = 1e-6,
                                    double abs_tol = 1e-7, double rel_tol = 1e-6) {
   Variable y = f(inputs);
-  Tensor r = random_f64(y.shape(), 999);
+  Tensor r = random_normal(y.shape(), DType::F64, kGradcheckSeed, 999);
   for (const Variable& v : inputs) v.zero_grad();
   autograd::backward(y, r);
   for (size_t n = 0; n < inputs.size(); ++n) {
@@ -47,9 +37,9 @@ inline void expect_gradients_match(const std::function<Variable(const std::vecto
       {
         autograd::NoGradGuard no_grad;
         p[i] = saved + h;
-        up = inner(r, f(inputs).value());
+        up = dot(r, f(inputs).value());
         p[i] = saved - h;
-        down = inner(r, f(inputs).value());
+        down = dot(r, f(inputs).value());
       }
       p[i] = saved;
       double fd = (up - down) / (2 * h);

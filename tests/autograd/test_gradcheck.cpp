@@ -8,7 +8,7 @@ using autograd::Variable;
 namespace ag = autograd;
 
 Variable input(const Shape& shape, uint64_t stream, double stddev = 1.0) {
-  return Variable(random_f64(shape, stream, stddev), true);
+  return Variable(random_normal(shape, DType::F64, kGradcheckSeed, stream, 0.0, stddev), true);
 }
 
 TEST(GradCheck, Linear) {

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -18,11 +17,13 @@
 
 #include "engine/atomic_file.h"
 #include "engine/error.h"
+#include "test_util.h"
 
 namespace {
 
 using vitune::Error;
 using vitune::write_file_atomically;
+using vitune::testing::read_raw;
 
 std::vector<std::string> list_folder(const std::string& folder) {
   std::vector<std::string> names;
@@ -56,30 +57,23 @@ class TempFolder {
   std::string path_;
 };
 
-std::string read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
-
 TEST(AtomicFile, WritesBytesAndOverwritesWithoutLeavingTemporaryFiles) {
   TempFolder folder_owner("roundtrip");
   const std::string& folder = folder_owner.str();
   std::string path = folder + "/result.bin";
   std::string first("first\0contents", 14);
   write_file_atomically(path, first);
-  EXPECT_EQ(read_whole_file(path), first);
+  EXPECT_EQ(read_raw(path), first);
 
   write_file_atomically(path, [](std::FILE* file) {
     std::fputs("second ", file);
     std::fputs("version", file);
   });
-  EXPECT_EQ(read_whole_file(path), "second version");
+  EXPECT_EQ(read_raw(path), "second version");
   EXPECT_EQ(list_folder(folder), std::vector<std::string>{"result.bin"});
 
   write_file_atomically(path, std::string());
-  EXPECT_EQ(read_whole_file(path), "");
+  EXPECT_EQ(read_raw(path), "");
   EXPECT_EQ(list_folder(folder), std::vector<std::string>{"result.bin"});
 }
 
@@ -106,7 +100,7 @@ TEST(AtomicFile, ThrowingWriterKeepsOldFileAndRemovesTemporary) {
                                        throw std::runtime_error("writer failed");
                                      }),
                std::runtime_error);
-  EXPECT_EQ(read_whole_file(path), "old contents");
+  EXPECT_EQ(read_raw(path), "old contents");
   EXPECT_EQ(list_folder(folder), std::vector<std::string>{"model.bin"});
 }
 
@@ -168,7 +162,7 @@ TEST(AtomicFile, FileSizeLimitGivesClearErrorAndKeepsOldFile) {
     EXPECT_NE(message.find(path), std::string::npos) << message;
     EXPECT_NE(message.find("File too large"), std::string::npos) << message;
   }
-  EXPECT_EQ(read_whole_file(path), "old contents");
+  EXPECT_EQ(read_raw(path), "old contents");
   EXPECT_EQ(list_folder(folder), std::vector<std::string>{"big.bin"});
 }
 

@@ -9,36 +9,22 @@
 
 #include "engine/error.h"
 #include "engine/ops.h"
-#include "engine/parallel.h"
-#include "engine/random.h"
 #include "test_util.h"
 
 namespace {
 
 using vitune::DType;
 using vitune::Error;
-using vitune::Shape;
 using vitune::Tensor;
 using vitune::testing::bitwise_equal;
+using vitune::testing::random_normal;
 using vitune::testing::tensors_close;
+using vitune::testing::ThreadCount;
+using vitune::testing::values;
 namespace ops = vitune::ops;
 
-Tensor normal(Shape shape, DType dtype, uint64_t stream, double stddev = 1) {
-  Tensor t(std::move(shape), dtype);
-  vitune::fill_normal(t, 13, stream, 0, stddev);
-  return t;
-}
-
-std::vector<double> values(const Tensor& t) { return t.to(DType::F64).to_vector<double>(); }
-
-class ThreadCount {
- public:
-  explicit ThreadCount(int n) : saved_(vitune::num_threads()) { vitune::set_num_threads(n); }
-  ~ThreadCount() { vitune::set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
+// The seed of this suite's random tensors.
+constexpr uint64_t kSeed = 13;
 
 // Sizes of a test case and the flat index of qkv[b, n, part, h, d] (part 0/1/2 = q/k/v).
 struct Dims {
@@ -126,8 +112,8 @@ Reference reference(const Dims& s, const Tensor& qkv_t, const Tensor& dctx_t) {
 
 void check_against_reference(const Dims& s, DType dtype, vitune::testing::Tolerance forward_tol,
                              vitune::testing::Tolerance grad_tol) {
-  Tensor qkv = normal({s.batch, s.tokens, 3 * s.dim()}, dtype, 1, 1.5);
-  Tensor dctx = normal({s.batch, s.tokens, s.dim()}, dtype, 2);
+  Tensor qkv = random_normal({s.batch, s.tokens, 3 * s.dim()}, dtype, kSeed, 1, 0, 1.5);
+  Tensor dctx = random_normal({s.batch, s.tokens, s.dim()}, dtype, kSeed, 2);
   Tensor probs;
   Tensor ctx = ops::attention_forward(qkv, int(s.heads), probs);
   Tensor dqkv = ops::attention_backward(dctx, qkv, probs, int(s.heads));
@@ -165,8 +151,9 @@ TEST(AttentionTest, MatchesReferenceWithoutTokenPaddingF32) {
 
 TEST(AttentionTest, BackwardMatchesFiniteDifferencesF64) {
   const Dims s{2, 5, 2, 4};
-  Tensor qkv = normal({2, 5, 24}, DType::F64, 11), dctx = normal({2, 5, 8}, DType::F64, 12);
-  Tensor v = normal({2, 5, 24}, DType::F64, 13);
+  Tensor qkv = random_normal({2, 5, 24}, DType::F64, kSeed, 11);
+  Tensor dctx = random_normal({2, 5, 8}, DType::F64, kSeed, 12);
+  Tensor v = random_normal({2, 5, 24}, DType::F64, kSeed, 13);
   std::vector<double> dctx_v = values(dctx), vv = values(v);
   // L(qkv) = sum(dctx * attention(qkv)) along qkv + t v.
   auto loss_along = [&](double t) {
@@ -190,7 +177,8 @@ TEST(AttentionTest, BackwardMatchesFiniteDifferencesF64) {
 }
 
 TEST(AttentionTest, ResultsDoNotDependOnThreadCount) {
-  Tensor qkv = normal({3, 33, 3 * 64}, DType::F32, 21), dctx = normal({3, 33, 64}, DType::F32, 22);
+  Tensor qkv = random_normal({3, 33, 3 * 64}, DType::F32, kSeed, 21);
+  Tensor dctx = random_normal({3, 33, 64}, DType::F32, kSeed, 22);
   struct Run {
     Tensor ctx, probs, dqkv;
   };
@@ -214,7 +202,7 @@ TEST(AttentionTest, HugeScoresDoNotOverflow) {
   // Scores of order 1e4 over 40 keys: each softmax row must still be finite, match the
   // reference and sum to one.
   const Dims s{1, 40, 2, 4};
-  Tensor qkv = normal({1, 40, 3 * 8}, DType::F32, 31, 100);
+  Tensor qkv = random_normal({1, 40, 3 * 8}, DType::F32, kSeed, 31, 0, 100);
   Tensor probs;
   Tensor ctx = ops::attention_forward(qkv, 2, probs);
   for (double x : values(ctx)) ASSERT_TRUE(std::isfinite(x));
@@ -224,7 +212,7 @@ TEST(AttentionTest, HugeScoresDoNotOverflow) {
     for (size_t j = 0; j < 40; ++j) sum += p[row * 40 + j];
     EXPECT_NEAR(sum, 1.0, 1e-6) << row;
   }
-  Tensor dctx = normal({1, 40, 8}, DType::F32, 32);
+  Tensor dctx = random_normal({1, 40, 8}, DType::F32, kSeed, 32);
   Reference ref = reference(s, qkv, dctx);
   // Scores near 1e4 carry float rounding errors near 1e-3, which the softmax passes on.
   EXPECT_TRUE(tensors_close(probs, ref.probs, {1e-3, 1e-2}, "probs"));
@@ -236,15 +224,15 @@ TEST(AttentionTest, ProbabilitiesAreAccurateF32) {
   // Scores spread over several units, so that the exponentials cover a wide range; the
   // float probabilities must agree with the double reference to a few ulp of the scores.
   const Dims s{2, 40, 2, 16};
-  Tensor qkv = normal({2, 40, 3 * 32}, DType::F32, 37, 2);
+  Tensor qkv = random_normal({2, 40, 3 * 32}, DType::F32, kSeed, 37, 0, 2);
   Tensor probs;
   ops::attention_forward(qkv, 2, probs);
-  Reference ref = reference(s, qkv, normal({2, 40, 32}, DType::F32, 38));
+  Reference ref = reference(s, qkv, random_normal({2, 40, 32}, DType::F32, kSeed, 38));
   EXPECT_TRUE(tensors_close(probs, ref.probs, {1e-12, 1e-5}, "probs"));
 }
 
 TEST(AttentionTest, NanReachesTheOutputOfItsHead) {
-  Tensor qkv = normal({1, 4, 3 * 4}, DType::F32, 35);
+  Tensor qkv = random_normal({1, 4, 3 * 4}, DType::F32, kSeed, 35);
   qkv.data<float>()[1] = NAN;  // query 0, head 0
   Tensor probs;
   std::vector<double> ctx = values(ops::attention_forward(qkv, 2, probs));
@@ -259,7 +247,7 @@ TEST(AttentionTest, BadShapesThrow) {
   EXPECT_THROW(ops::attention_forward(Tensor::zeros({10, 24}), 2, probs), Error);    // not 3-D
   EXPECT_THROW(ops::attention_forward(Tensor::zeros({2, 5, 24}), 0, probs), Error);
   EXPECT_THROW(ops::attention_forward(Tensor::zeros({2, 5, 24}, DType::I64), 2, probs), Error);
-  Tensor qkv = normal({2, 5, 24}, DType::F32, 41);
+  Tensor qkv = random_normal({2, 5, 24}, DType::F32, kSeed, 41);
   ops::attention_forward(qkv, 2, probs);
   EXPECT_THROW(ops::attention_backward(Tensor::zeros({2, 5, 9}), qkv, probs, 2), Error);
   EXPECT_THROW(ops::attention_backward(Tensor::zeros({2, 5, 8}, DType::F64), qkv, probs, 2), Error);

@@ -9,27 +9,22 @@
 
 #include "engine/error.h"
 #include "engine/ops.h"
-#include "engine/parallel.h"
-#include "engine/random.h"
 #include "test_util.h"
 
 namespace {
 
 using vitune::DType;
 using vitune::Error;
-using vitune::Shape;
 using vitune::Tensor;
 using vitune::testing::bitwise_equal;
+using vitune::testing::random_normal;
 using vitune::testing::tensors_close;
+using vitune::testing::ThreadCount;
+using vitune::testing::values;
 namespace ops = vitune::ops;
 
-Tensor normal(Shape shape, DType dtype, uint64_t stream, double stddev = 1) {
-  Tensor t(std::move(shape), dtype);
-  vitune::fill_normal(t, 9, stream, 0, stddev);
-  return t;
-}
-
-std::vector<double> values(const Tensor& t) { return t.to(DType::F64).to_vector<double>(); }
+// The seed of this suite's random tensors.
+constexpr uint64_t kSeed = 9;
 
 // Labels b * 7 mod classes, a fixed spread over the classes.
 Tensor spread_labels(int64_t batch, int64_t classes) {
@@ -37,15 +32,6 @@ Tensor spread_labels(int64_t batch, int64_t classes) {
   for (int64_t b = 0; b < batch; ++b) labels[size_t(b)] = (b * 7) % classes;
   return Tensor::from_vector({batch}, labels);
 }
-
-class ThreadCount {
- public:
-  explicit ThreadCount(int n) : saved_(vitune::num_threads()) { vitune::set_num_threads(n); }
-  ~ThreadCount() { vitune::set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
 
 struct Reference {
   double loss;
@@ -78,7 +64,7 @@ Reference reference(const Tensor& logits_t, const Tensor& labels_t, double s, do
 }
 
 void check_against_reference(DType dtype, double smoothing, vitune::testing::Tolerance tol) {
-  Tensor logits = normal({9, 11}, dtype, 1, 3), labels = spread_labels(9, 11);
+  Tensor logits = random_normal({9, 11}, dtype, kSeed, 1, 0, 3), labels = spread_labels(9, 11);
   Tensor probs;
   double loss = ops::cross_entropy_forward(logits, labels, smoothing, probs);
   Tensor dlogits = ops::cross_entropy_backward(probs, labels, smoothing, 0.7);
@@ -102,8 +88,8 @@ TEST(CrossEntropyTest, MatchesReferenceF64) {
 
 TEST(CrossEntropyTest, BackwardMatchesFiniteDifferencesF64) {
   for (double smoothing : {0.0, 0.1}) {
-    Tensor logits = normal({4, 6}, DType::F64, 11, 2), labels = spread_labels(4, 6);
-    Tensor v = normal({4, 6}, DType::F64, 12);
+    Tensor logits = random_normal({4, 6}, DType::F64, kSeed, 11, 0, 2), labels = spread_labels(4, 6);
+    Tensor v = random_normal({4, 6}, DType::F64, kSeed, 12);
     const double grad_scale = 0.7;
     auto loss_along = [&](double t) {
       std::vector<double> xs = values(logits), vs = values(v);
@@ -126,7 +112,7 @@ TEST(CrossEntropyTest, BackwardMatchesFiniteDifferencesF64) {
 }
 
 TEST(CrossEntropyTest, ResultsDoNotDependOnThreadCount) {
-  Tensor logits = normal({301, 100}, DType::F32, 21, 3), labels = spread_labels(301, 100);
+  Tensor logits = random_normal({301, 100}, DType::F32, kSeed, 21, 0, 3), labels = spread_labels(301, 100);
   struct Run {
     double loss;
     Tensor probs, dlogits;
@@ -173,7 +159,7 @@ TEST(CrossEntropyTest, HugeLogitsDoNotOverflow) {
 }
 
 TEST(CrossEntropyTest, OutOfRangeLabelNamesRowAndValue) {
-  Tensor logits = normal({4, 5}, DType::F32, 31), probs;
+  Tensor logits = random_normal({4, 5}, DType::F32, kSeed, 31), probs;
   for (int64_t bad : {int64_t(5), int64_t(-1)}) {
     Tensor labels = Tensor::from_vector<int64_t>({4}, {0, 1, bad, 3});
     try {
@@ -189,12 +175,13 @@ TEST(CrossEntropyTest, OutOfRangeLabelNamesRowAndValue) {
 }
 
 TEST(CrossEntropyTest, BadArgumentsThrow) {
-  Tensor logits = normal({4, 5}, DType::F32, 41), labels = spread_labels(4, 5), probs;
+  Tensor logits = random_normal({4, 5}, DType::F32, kSeed, 41), labels = spread_labels(4, 5), probs;
   EXPECT_THROW(ops::cross_entropy_forward(logits, labels.to(DType::F32), 0.0, probs), Error);
   EXPECT_THROW(ops::cross_entropy_forward(logits, Tensor::zeros({4}, DType::I32), 0.0, probs),
                Error);
   EXPECT_THROW(ops::cross_entropy_forward(logits, spread_labels(3, 5), 0.0, probs), Error);
-  EXPECT_THROW(ops::cross_entropy_forward(normal({20}, DType::F32, 42), labels, 0.0, probs), Error);
+  EXPECT_THROW(ops::cross_entropy_forward(random_normal({20}, DType::F32, kSeed, 42), labels, 0.0, probs),
+               Error);
   EXPECT_THROW(ops::cross_entropy_forward(Tensor::zeros({0, 5}), spread_labels(0, 5), 0.0, probs),
                Error);
   EXPECT_THROW(ops::cross_entropy_forward(logits, labels, 1.5, probs), Error);

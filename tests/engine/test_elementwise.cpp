@@ -2,9 +2,6 @@
 // plain loops written here, in f32 and f64, and their errors on bad arguments.
 #include <gtest/gtest.h>
 
-#include <random>
-#include <vector>
-
 #include "engine/error.h"
 #include "engine/ops.h"
 #include "test_util.h"
@@ -14,23 +11,15 @@ namespace {
 using vitune::DType;
 using vitune::Error;
 using vitune::Tensor;
+using vitune::testing::uniform_tensor;
 namespace ops = vitune::ops;
 
 // Enough elements that the ops split the work over several chunks.
 constexpr int64_t kLarge = 100003;
 
 template <typename T>
-Tensor random_tensor(vitune::Shape shape, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<T> dist(-2, 2);
-  std::vector<T> v(size_t(vitune::shape_numel(shape)));
-  for (T& x : v) x = dist(gen);
-  return Tensor::from_vector(shape, v);
-}
-
-template <typename T>
 void check_binary_ops() {
-  Tensor a = random_tensor<T>({kLarge}, 1), b = random_tensor<T>({kLarge}, 2);
+  Tensor a = uniform_tensor<T>({kLarge}, 1, -2, 2), b = uniform_tensor<T>({kLarge}, 2, -2, 2);
   Tensor sum = ops::add(a, b), product = ops::mul(a, b), scaled = ops::scale(a, -0.75);
   Tensor y = b.clone();
   ops::axpy(0.5, a, y);
@@ -50,7 +39,7 @@ TEST(ElementwiseTest, BinaryOpsMatchPlainLoopsF32) { check_binary_ops<float>(); 
 TEST(ElementwiseTest, BinaryOpsMatchPlainLoopsF64) { check_binary_ops<double>(); }
 
 TEST(ElementwiseTest, OpsKeepMultiDimensionalShapes) {
-  Tensor a = random_tensor<float>({2, 3, 4}, 3), b = random_tensor<float>({2, 3, 4}, 4);
+  Tensor a = uniform_tensor<float>({2, 3, 4}, 3, -2, 2), b = uniform_tensor<float>({2, 3, 4}, 4, -2, 2);
   EXPECT_EQ(ops::add(a, b).shape(), a.shape());
   EXPECT_EQ(ops::scale(a, 2).shape(), a.shape());
   Tensor empty = Tensor::zeros({0, 5});
@@ -59,8 +48,8 @@ TEST(ElementwiseTest, OpsKeepMultiDimensionalShapes) {
 
 template <typename T>
 void check_row_broadcast() {
-  Tensor x = random_tensor<T>({3, 700, 50}, 5);
-  Tensor row = random_tensor<T>({50}, 6);
+  Tensor x = uniform_tensor<T>({3, 700, 50}, 5, -2, 2);
+  Tensor row = uniform_tensor<T>({50}, 6, -2, 2);
   Tensor before = x.clone();
   ops::add_row_broadcast(x, row);
   for (int64_t r = 0; r < 3 * 700; ++r) {

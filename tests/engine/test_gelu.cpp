@@ -8,42 +8,28 @@
 
 #include "engine/error.h"
 #include "engine/ops.h"
-#include "engine/parallel.h"
-#include "engine/random.h"
 #include "test_util.h"
 
 namespace {
 
 using vitune::DType;
 using vitune::Error;
-using vitune::Shape;
 using vitune::Tensor;
 using vitune::testing::bitwise_equal;
+using vitune::testing::random_normal;
 using vitune::testing::tensors_close;
+using vitune::testing::ThreadCount;
+using vitune::testing::values;
 namespace ops = vitune::ops;
 
-Tensor normal(Shape shape, DType dtype, uint64_t stream, double stddev = 1) {
-  Tensor t(std::move(shape), dtype);
-  vitune::fill_normal(t, 3, stream, 0, stddev);
-  return t;
-}
-
-std::vector<double> values(const Tensor& t) { return t.to(DType::F64).to_vector<double>(); }
-
-class ThreadCount {
- public:
-  explicit ThreadCount(int n) : saved_(vitune::num_threads()) { vitune::set_num_threads(n); }
-  ~ThreadCount() { vitune::set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
+// The seed of this suite's random tensors.
+constexpr uint64_t kSeed = 3;
 
 double normal_cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
 double normal_pdf(double x) { return std::exp(-x * x / 2) / std::sqrt(2 * M_PI); }
 
 void check_against_reference(DType dtype, vitune::testing::Tolerance tol) {
-  Tensor x = normal({6, 41}, dtype, 1, 3), dy = normal({6, 41}, dtype, 2);
+  Tensor x = random_normal({6, 41}, dtype, kSeed, 1, 0, 3), dy = random_normal({6, 41}, dtype, kSeed, 2);
   Tensor y = ops::gelu_forward(x), dx = ops::gelu_backward(dy, x);
   std::vector<double> xv = values(x), dyv = values(dy), y_ref(xv.size()), dx_ref(xv.size());
   for (size_t i = 0; i < xv.size(); ++i) {
@@ -79,8 +65,9 @@ TEST(GeluTest, KnownValues) {
 }
 
 TEST(GeluTest, BackwardMatchesFiniteDifferencesF64) {
-  Tensor x = normal({3, 11}, DType::F64, 11, 2), dy = normal({3, 11}, DType::F64, 12);
-  Tensor v = normal({3, 11}, DType::F64, 13);
+  Tensor x = random_normal({3, 11}, DType::F64, kSeed, 11, 0, 2);
+  Tensor dy = random_normal({3, 11}, DType::F64, kSeed, 12);
+  Tensor v = random_normal({3, 11}, DType::F64, kSeed, 13);
   std::vector<double> dyv = values(dy), vv = values(v);
   // L(x) = sum(dy * gelu(x)) along x + t v.
   auto loss_along = [&](double t) {
@@ -100,7 +87,8 @@ TEST(GeluTest, BackwardMatchesFiniteDifferencesF64) {
 }
 
 TEST(GeluTest, ResultsDoNotDependOnThreadCount) {
-  Tensor x = normal({100003}, DType::F32, 21, 3), dy = normal({100003}, DType::F32, 22);
+  Tensor x = random_normal({100003}, DType::F32, kSeed, 21, 0, 3);
+  Tensor dy = random_normal({100003}, DType::F32, kSeed, 22);
   auto run = [&](int threads) {
     ThreadCount scope(threads);
     return std::make_pair(ops::gelu_forward(x), ops::gelu_backward(dy, x));
@@ -116,11 +104,11 @@ TEST(GeluTest, ResultsDoNotDependOnThreadCount) {
 TEST(GeluTest, BadArgumentsThrow) {
   EXPECT_THROW(ops::gelu_forward(Tensor::zeros({4}, DType::I32)), Error);
   EXPECT_THROW(ops::gelu_forward(Tensor()), Error);
-  Tensor x = normal({4, 3}, DType::F32, 31);
-  EXPECT_THROW(ops::gelu_backward(normal({3, 4}, DType::F32, 32), x), Error);
-  EXPECT_THROW(ops::gelu_backward(normal({4, 3}, DType::F64, 33), x), Error);
+  Tensor x = random_normal({4, 3}, DType::F32, kSeed, 31);
+  EXPECT_THROW(ops::gelu_backward(random_normal({3, 4}, DType::F32, kSeed, 32), x), Error);
+  EXPECT_THROW(ops::gelu_backward(random_normal({4, 3}, DType::F64, kSeed, 33), x), Error);
   try {
-    ops::gelu_backward(normal({12}, DType::F32, 32), x);
+    ops::gelu_backward(random_normal({12}, DType::F32, kSeed, 32), x);
     ADD_FAILURE() << "mismatched shapes were accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("gelu_backward"), std::string::npos) << e.what();

@@ -9,8 +9,6 @@
 
 #include "engine/error.h"
 #include "engine/ops.h"
-#include "engine/parallel.h"
-#include "engine/random.h"
 #include "test_util.h"
 
 namespace {
@@ -20,28 +18,17 @@ using vitune::Error;
 using vitune::Shape;
 using vitune::Tensor;
 using vitune::testing::bitwise_equal;
+using vitune::testing::dot;
+using vitune::testing::random_normal;
 using vitune::testing::tensors_close;
+using vitune::testing::ThreadCount;
+using vitune::testing::values;
 namespace ops = vitune::ops;
 
 constexpr double kEps = 1e-5;
 
-Tensor normal(Shape shape, DType dtype, uint64_t stream, double mean = 0, double stddev = 1) {
-  Tensor t(std::move(shape), dtype);
-  vitune::fill_normal(t, 7, stream, mean, stddev);
-  return t;
-}
-
-std::vector<double> values(const Tensor& t) { return t.to(DType::F64).to_vector<double>(); }
-
-// Sets the pool size for one scope.
-class ThreadCount {
- public:
-  explicit ThreadCount(int n) : saved_(vitune::num_threads()) { vitune::set_num_threads(n); }
-  ~ThreadCount() { vitune::set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
+// The seed of this suite's random tensors.
+constexpr uint64_t kSeed = 7;
 
 // a + t * b as an f64 tensor of a's shape.
 Tensor shifted(const Tensor& a, double t, const Tensor& b) {
@@ -106,9 +93,9 @@ Reference reference(const Tensor& x_t, const Tensor& w_t, const Tensor& b_t, con
 void check_against_reference(Shape shape, DType dtype, vitune::testing::Tolerance forward_tol,
                              vitune::testing::Tolerance grad_tol) {
   const int64_t cols = shape.back();
-  Tensor x = normal(shape, dtype, 1, 0.5, 2), dy = normal(shape, dtype, 2);
-  Tensor w = normal({cols}, dtype, 3, 1, 0.5), b = normal({cols}, dtype, 4);
-  Tensor dw0 = normal({cols}, dtype, 5), db0 = normal({cols}, dtype, 6);
+  Tensor x = random_normal(shape, dtype, kSeed, 1, 0.5, 2), dy = random_normal(shape, dtype, kSeed, 2);
+  Tensor w = random_normal({cols}, dtype, kSeed, 3, 1, 0.5), b = random_normal({cols}, dtype, kSeed, 4);
+  Tensor dw0 = random_normal({cols}, dtype, kSeed, 5), db0 = random_normal({cols}, dtype, kSeed, 6);
   Tensor mean, rstd;
   Tensor y = ops::layer_norm_forward(x, w, b, kEps, mean, rstd);
   Tensor dx, dw = dw0.clone(), db = db0.clone();
@@ -148,19 +135,13 @@ double central_difference(const std::function<double(double)>& f) {
   return (f(h) - f(-h)) / (2 * h);
 }
 
-// Sum of a * b over all elements, in double.
-double dot(const Tensor& a, const Tensor& b) {
-  std::vector<double> va = values(a), vb = values(b);
-  double sum = 0;
-  for (size_t i = 0; i < va.size(); ++i) sum += va[i] * vb[i];
-  return sum;
-}
-
 TEST(LayerNormTest, BackwardMatchesFiniteDifferencesF64) {
   const DType f64 = DType::F64;
-  Tensor x = normal({4, 9}, f64, 11, 0.3, 1.5), w = normal({9}, f64, 12, 1, 0.5);
-  Tensor b = normal({9}, f64, 13), dy = normal({4, 9}, f64, 14);
-  Tensor vx = normal({4, 9}, f64, 15), vw = normal({9}, f64, 16), vb = normal({9}, f64, 17);
+  Tensor x = random_normal({4, 9}, f64, kSeed, 11, 0.3, 1.5), w = random_normal({9}, f64, kSeed, 12, 1, 0.5);
+  Tensor b = random_normal({9}, f64, kSeed, 13), dy = random_normal({4, 9}, f64, kSeed, 14);
+  Tensor vx = random_normal({4, 9}, f64, kSeed, 15);
+  Tensor vw = random_normal({9}, f64, kSeed, 16);
+  Tensor vb = random_normal({9}, f64, kSeed, 17);
   // L(x, w, b) = sum(dy * y), so its gradient is what the backward returns for dy.
   auto loss = [&](const Tensor& xs, const Tensor& ws, const Tensor& bs) {
     Tensor mean, rstd;
@@ -183,8 +164,9 @@ TEST(LayerNormTest, BackwardMatchesFiniteDifferencesF64) {
 }
 
 TEST(LayerNormTest, ResultsDoNotDependOnThreadCount) {
-  Tensor x = normal({301, 200}, DType::F32, 21), dy = normal({301, 200}, DType::F32, 22);
-  Tensor w = normal({200}, DType::F32, 23), b = normal({200}, DType::F32, 24);
+  Tensor x = random_normal({301, 200}, DType::F32, kSeed, 21);
+  Tensor dy = random_normal({301, 200}, DType::F32, kSeed, 22);
+  Tensor w = random_normal({200}, DType::F32, kSeed, 23), b = random_normal({200}, DType::F32, kSeed, 24);
   struct Run {
     Tensor y, mean, rstd, dx, dw, db;
   };
@@ -211,7 +193,7 @@ TEST(LayerNormTest, ResultsDoNotDependOnThreadCount) {
 
 TEST(LayerNormTest, ConstantRowGivesTheBias) {
   Tensor x = Tensor::full({2, 6}, 3.25);
-  Tensor w = normal({6}, DType::F32, 31), b = normal({6}, DType::F32, 32);
+  Tensor w = random_normal({6}, DType::F32, kSeed, 31), b = random_normal({6}, DType::F32, kSeed, 32);
   Tensor mean, rstd;
   Tensor y = ops::layer_norm_forward(x, w, b, 1e-6, mean, rstd);
   EXPECT_TRUE(bitwise_equal(y.rows(0, 1).reshape({6}), b));
@@ -219,14 +201,14 @@ TEST(LayerNormTest, ConstantRowGivesTheBias) {
   EXPECT_EQ(mean.item(0), 3.25);
   EXPECT_FLOAT_EQ(float(rstd.item(0)), float(1 / std::sqrt(1e-6)));
   Tensor dx, dw = Tensor::zeros({6}), db = Tensor::zeros({6});
-  ops::layer_norm_backward(normal({2, 6}, DType::F32, 33), x, w, mean, rstd, &dx, &dw, &db);
+  ops::layer_norm_backward(random_normal({2, 6}, DType::F32, kSeed, 33), x, w, mean, rstd, &dx, &dw, &db);
   for (double v : values(dx)) EXPECT_TRUE(std::isfinite(v));
   for (int64_t c = 0; c < 6; ++c) EXPECT_EQ(dw.item(c), 0.0) << c;  // xhat is 0
 }
 
 TEST(LayerNormTest, GradientsNobodyAskedForAreSkipped) {
-  Tensor x = normal({5, 8}, DType::F64, 41), dy = normal({5, 8}, DType::F64, 42);
-  Tensor w = normal({8}, DType::F64, 43), b = normal({8}, DType::F64, 44);
+  Tensor x = random_normal({5, 8}, DType::F64, kSeed, 41), dy = random_normal({5, 8}, DType::F64, kSeed, 42);
+  Tensor w = random_normal({8}, DType::F64, kSeed, 43), b = random_normal({8}, DType::F64, kSeed, 44);
   Tensor mean, rstd;
   ops::layer_norm_forward(x, w, b, kEps, mean, rstd);
   Tensor dx_all, dw_all = Tensor::zeros({8}, DType::F64), db_all = Tensor::zeros({8}, DType::F64);
@@ -245,10 +227,11 @@ TEST(LayerNormTest, GradientsNobodyAskedForAreSkipped) {
 }
 
 TEST(LayerNormTest, BadArgumentsThrow) {
-  Tensor x = normal({4, 6}, DType::F32, 51), w = normal({6}, DType::F32, 52);
-  Tensor b = normal({6}, DType::F32, 53);
+  Tensor x = random_normal({4, 6}, DType::F32, kSeed, 51), w = random_normal({6}, DType::F32, kSeed, 52);
+  Tensor b = random_normal({6}, DType::F32, kSeed, 53);
   Tensor mean, rstd;
-  EXPECT_THROW(ops::layer_norm_forward(x, normal({5}, DType::F32, 54), b, kEps, mean, rstd), Error);
+  EXPECT_THROW(ops::layer_norm_forward(x, random_normal({5}, DType::F32, kSeed, 54), b, kEps, mean, rstd),
+               Error);
   EXPECT_THROW(ops::layer_norm_forward(x, w.to(DType::F64), b, kEps, mean, rstd), Error);
   EXPECT_THROW(ops::layer_norm_forward(x, w, b, 0.0, mean, rstd), Error);
   EXPECT_THROW(ops::layer_norm_forward(x, w, b, std::nan(""), mean, rstd), Error);
@@ -256,7 +239,7 @@ TEST(LayerNormTest, BadArgumentsThrow) {
   EXPECT_THROW(ops::layer_norm_forward(Tensor::zeros({4, 6}, DType::I64), w, b, kEps, mean, rstd),
                Error);
   try {
-    ops::layer_norm_forward(x, normal({5}, DType::F32, 54), b, kEps, mean, rstd);
+    ops::layer_norm_forward(x, random_normal({5}, DType::F32, kSeed, 54), b, kEps, mean, rstd);
     ADD_FAILURE() << "a wrong weight shape was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("layer_norm_forward"), std::string::npos) << e.what();
@@ -265,12 +248,12 @@ TEST(LayerNormTest, BadArgumentsThrow) {
 
   ops::layer_norm_forward(x, w, b, kEps, mean, rstd);
   Tensor dx, dw = Tensor::zeros({6}), wrong = Tensor::zeros({5});
-  EXPECT_THROW(ops::layer_norm_backward(normal({4, 5}, DType::F32, 55), x, w, mean, rstd, &dx,
+  EXPECT_THROW(ops::layer_norm_backward(random_normal({4, 5}, DType::F32, kSeed, 55), x, w, mean, rstd,
+                                        &dx, nullptr, nullptr),
+               Error);
+  EXPECT_THROW(ops::layer_norm_backward(x, x, w, random_normal({3}, DType::F32, kSeed, 56), rstd, &dx,
                                         nullptr, nullptr),
                Error);
-  EXPECT_THROW(
-      ops::layer_norm_backward(x, x, w, normal({3}, DType::F32, 56), rstd, &dx, nullptr, nullptr),
-      Error);
   EXPECT_THROW(ops::layer_norm_backward(x, x, w, mean, rstd, nullptr, &wrong, nullptr), Error);
   Tensor dx_wrong = Tensor::zeros({4, 6}, DType::F64);
   EXPECT_THROW(ops::layer_norm_backward(x, x, w, mean, rstd, &dx_wrong, nullptr, nullptr), Error);

@@ -11,7 +11,6 @@
 
 #include "engine/error.h"
 #include "engine/ops.h"
-#include "engine/parallel.h"
 #include "test_util.h"
 
 namespace {
@@ -20,26 +19,16 @@ using vitune::DType;
 using vitune::Error;
 using vitune::Shape;
 using vitune::Tensor;
+using vitune::testing::ThreadCount;
+using vitune::testing::uniform_tensor;
 namespace ops = vitune::ops;
 
-// Sets the thread pool size for one scope and restores it after.
-class ThreadCount {
- public:
-  explicit ThreadCount(int n) : saved_(vitune::num_threads()) { vitune::set_num_threads(n); }
-  ~ThreadCount() { vitune::set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
-
-// Uniform values, or small integers when `integers` (then every sum is exact).
-template <typename T>
-Tensor random_tensor(Shape shape, unsigned seed, bool integers = false) {
+// Small integers in [-9, 9] as f64, so that every sum of products is exact.
+Tensor integer_tensor(const Shape& shape, unsigned seed) {
   std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> dist(-1, 1);
   std::uniform_int_distribution<int> small(-9, 9);
-  std::vector<T> v(size_t(vitune::shape_numel(shape)));
-  for (T& x : v) x = integers ? T(small(gen)) : T(dist(gen));
+  std::vector<double> v(size_t(vitune::shape_numel(shape)));
+  for (double& x : v) x = double(small(gen));
   return Tensor::from_vector(shape, v);
 }
 
@@ -73,10 +62,10 @@ std::vector<double> dense_gradient(const Tensor& dy, const Tensor& x, int64_t in
 
 TEST(MaskedGradTest, ExactOnIntegerDataF64) {
   const int64_t tokens = 53, in = 37, out = 29;
-  Tensor x = random_tensor<double>({tokens, in}, 1, true);
-  Tensor dy = random_tensor<double>({tokens, out}, 2, true);
+  Tensor x = integer_tensor({tokens, in}, 1);
+  Tensor dy = integer_tensor({tokens, out}, 2);
   Tensor indices = random_selection(out * in, 0.3, 3);
-  Tensor acc = random_tensor<double>({indices.numel()}, 4, true);
+  Tensor acc = integer_tensor({indices.numel()}, 4);
   Tensor before = acc.clone();
   ops::masked_weight_grad(dy, x, indices, in, acc);
   std::vector<double> dense = dense_gradient<double>(dy, x, in);
@@ -89,8 +78,9 @@ TEST(MaskedGradTest, ExactOnIntegerDataF64) {
 template <typename T>
 void check_random(vitune::testing::Tolerance tol) {
   const int64_t in = 48, out = 40;
-  Tensor x = random_tensor<T>({3, 111, in}, 5);  // 333 tokens: two chunks, a partial lane block
-  Tensor dy = random_tensor<T>({3, 111, out}, 6);
+  // 333 tokens: two chunks, a partial lane block.
+  Tensor x = uniform_tensor<T, double>({3, 111, in}, 5, -1, 1);
+  Tensor dy = uniform_tensor<T, double>({3, 111, out}, 6, -1, 1);
   Tensor indices = random_selection(out * in, 0.2, 7);
   Tensor acc = Tensor::zeros({indices.numel()}, x.dtype());
   ops::masked_weight_grad(dy, x, indices, in, acc);
@@ -107,8 +97,8 @@ TEST(MaskedGradTest, MatchesDenseGradientF32) { check_random<float>({1e-5, 1e-5}
 
 TEST(MaskedGradTest, EverySelectedAndNoneSelected) {
   const int64_t tokens = 16, in = 5, out = 3;
-  Tensor x = random_tensor<double>({tokens, in}, 8, true);
-  Tensor dy = random_tensor<double>({tokens, out}, 9, true);
+  Tensor x = integer_tensor({tokens, in}, 8);
+  Tensor dy = integer_tensor({tokens, out}, 9);
   std::vector<int64_t> all(out * in);
   for (size_t i = 0; i < all.size(); ++i) all[i] = int64_t(i);
   Tensor acc = Tensor::zeros({out * in}, DType::F64);
@@ -120,8 +110,8 @@ TEST(MaskedGradTest, EverySelectedAndNoneSelected) {
 
 TEST(MaskedGradTest, SameForAnyThreadCount) {
   const int64_t tokens = 300, in = 64, out = 96;
-  Tensor x = random_tensor<float>({tokens, in}, 10);
-  Tensor dy = random_tensor<float>({tokens, out}, 11);
+  Tensor x = uniform_tensor<float, double>({tokens, in}, 10, -1, 1);
+  Tensor dy = uniform_tensor<float, double>({tokens, out}, 11, -1, 1);
   Tensor indices = random_selection(out * in, 0.5, 12);
   Tensor results[3];
   for (int threads = 1; threads <= 3; ++threads) {

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "engine/error.h"
@@ -18,28 +17,15 @@ using vitune::DType;
 using vitune::Error;
 using vitune::Shape;
 using vitune::Tensor;
+using vitune::testing::dot;
+using vitune::testing::uniform_tensor;
 namespace ops = vitune::ops;
-
-template <typename T>
-Tensor random_tensor(Shape shape, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> dist(-1, 1);
-  std::vector<T> v(size_t(vitune::shape_numel(shape)));
-  for (T& x : v) x = T(dist(gen));
-  return Tensor::from_vector(shape, v);
-}
-
-double dot(const Tensor& a, const Tensor& b) {
-  double s = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) s += a.item(i) * b.item(i);
-  return s;
-}
 
 TEST(PatchTest, PatchifyThenMatmulEqualsStridedConvolution) {
   const int64_t B = 2, C = 3, H = 8, W = 12, p = 4, D = 5;
   const int64_t gh = H / p, gw = W / p, E = C * p * p;
-  Tensor images = random_tensor<double>({B, C, H, W}, 1);
-  Tensor weight = random_tensor<double>({D, C, p, p}, 2);
+  Tensor images = uniform_tensor<double>({B, C, H, W}, 1, -1, 1);
+  Tensor weight = uniform_tensor<double>({D, C, p, p}, 2, -1, 1);
   Tensor patches = ops::patchify(images, int(p));
   ASSERT_EQ(patches.shape(), (Shape{B, gh * gw, E}));
   const double* img = images.data<double>();
@@ -82,8 +68,8 @@ TEST(PatchTest, PatchLayoutIsChannelRowColumn) {
 template <typename T>
 void check_adjoint() {
   const Shape shape{3, 3, 16, 16};
-  Tensor a = random_tensor<T>(shape, 3);
-  Tensor b = random_tensor<T>({3, 16, 3 * 16}, 4);
+  Tensor a = uniform_tensor<T, double>(shape, 3, -1, 1);
+  Tensor b = uniform_tensor<T, double>({3, 16, 3 * 16}, 4, -1, 1);
   const double lhs = dot(ops::patchify(a, 4), b);
   const double rhs = dot(a, ops::unpatchify(b, shape, 4));
   EXPECT_NEAR(lhs, rhs, 1e-10 * std::fabs(lhs) + 1e-10);
@@ -94,7 +80,7 @@ TEST(PatchTest, UnpatchifyIsTheAdjointAndInverseF32) { check_adjoint<float>(); }
 TEST(PatchTest, UnpatchifyIsTheAdjointAndInverseF64) { check_adjoint<double>(); }
 
 TEST(PatchTest, PatchOfOneAndWholeImage) {
-  Tensor a = random_tensor<float>({2, 3, 4, 4}, 5);
+  Tensor a = uniform_tensor<float, double>({2, 3, 4, 4}, 5, -1, 1);
   Tensor pixels = ops::patchify(a, 1);
   EXPECT_EQ(pixels.shape(), (Shape{2, 16, 3}));
   EXPECT_EQ(pixels.data<float>()[5 * 3 + 2], a.data<float>()[(0 * 3 + 2) * 16 + 5]);

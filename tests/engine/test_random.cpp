@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "engine/error.h"
-#include "engine/parallel.h"
 #include "engine/random.h"
 #include "test_util.h"
 
@@ -22,16 +21,7 @@ using vitune::DType;
 using vitune::Error;
 using vitune::PhiloxBlock;
 using vitune::Tensor;
-
-// Sets the thread pool size for one scope and restores it after.
-class ThreadCount {
- public:
-  explicit ThreadCount(int n) : saved_(vitune::num_threads()) { vitune::set_num_threads(n); }
-  ~ThreadCount() { vitune::set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
+using vitune::testing::ThreadCount;
 
 constexpr int64_t kSamples = 100000;
 

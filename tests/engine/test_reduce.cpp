@@ -5,12 +5,9 @@
 
 #include <cmath>
 #include <limits>
-#include <random>
-#include <vector>
 
 #include "engine/error.h"
 #include "engine/ops.h"
-#include "engine/parallel.h"
 #include "test_util.h"
 
 namespace {
@@ -18,32 +15,15 @@ namespace {
 using vitune::DType;
 using vitune::Error;
 using vitune::Tensor;
+using vitune::testing::ThreadCount;
+using vitune::testing::uniform_tensor;
 namespace ops = vitune::ops;
-
-template <typename T>
-Tensor random_tensor(vitune::Shape shape, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<T> dist(-1, 3);
-  std::vector<T> v(size_t(vitune::shape_numel(shape)));
-  for (T& x : v) x = dist(gen);
-  return Tensor::from_vector(shape, v);
-}
-
-// Sets the thread pool size for one scope and restores it after.
-class ThreadCount {
- public:
-  explicit ThreadCount(int n) : saved_(vitune::num_threads()) { vitune::set_num_threads(n); }
-  ~ThreadCount() { vitune::set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
 
 template <typename T>
 void check_sum_rows() {
   const int64_t rows = 1500, cols = 203;
-  Tensor x = random_tensor<T>({3, rows / 3, cols}, 11);
-  Tensor acc = random_tensor<T>({cols}, 12);
+  Tensor x = uniform_tensor<T>({3, rows / 3, cols}, 11, -1, 3);
+  Tensor acc = uniform_tensor<T>({cols}, 12, -1, 3);
   Tensor before = acc.clone();
   ops::sum_rows_into(x, acc);
   for (int64_t c = 0; c < cols; ++c) {
@@ -57,7 +37,7 @@ TEST(ReduceTest, SumRowsIntoAddsColumnSumsF32) { check_sum_rows<float>(); }
 TEST(ReduceTest, SumRowsIntoAddsColumnSumsF64) { check_sum_rows<double>(); }
 
 TEST(ReduceTest, SumRowsIntoIsTheSameForAnyThreadCount) {
-  Tensor x = random_tensor<float>({4000, 300}, 13);
+  Tensor x = uniform_tensor<float>({4000, 300}, 13, -1, 3);
   Tensor results[3];
   for (int threads = 1; threads <= 3; ++threads) {
     ThreadCount scope(threads);
@@ -70,7 +50,7 @@ TEST(ReduceTest, SumRowsIntoIsTheSameForAnyThreadCount) {
 
 template <typename T>
 void check_sums() {
-  Tensor x = random_tensor<T>({250001}, 14);
+  Tensor x = uniform_tensor<T>({250001}, 14, -1, 3);
   double sum = 0, squares = 0;
   for (int64_t i = 0; i < x.numel(); ++i) {
     double v = double(x.data<T>()[i]);
@@ -93,7 +73,7 @@ TEST(ReduceTest, SumsAreExactOnSmallIntegersAndZeroWhenEmpty) {
 }
 
 TEST(ReduceTest, SumsAreTheSameForAnyThreadCount) {
-  Tensor x = random_tensor<float>({300007}, 15);
+  Tensor x = uniform_tensor<float>({300007}, 15, -1, 3);
   double sums[3], squares[3];
   for (int threads = 1; threads <= 3; ++threads) {
     ThreadCount scope(threads);
@@ -107,7 +87,7 @@ TEST(ReduceTest, SumsAreTheSameForAnyThreadCount) {
 }
 
 TEST(ReduceTest, AllFiniteFindsNanAndInfinityAnywhere) {
-  Tensor x = random_tensor<float>({100000}, 16);
+  Tensor x = uniform_tensor<float>({100000}, 16, -1, 3);
   EXPECT_TRUE(ops::all_finite(x));
   EXPECT_TRUE(ops::all_finite(Tensor::zeros({0})));
   const float bad[] = {std::numeric_limits<float>::quiet_NaN(),

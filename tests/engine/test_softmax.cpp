@@ -9,8 +9,6 @@
 
 #include "engine/error.h"
 #include "engine/ops.h"
-#include "engine/parallel.h"
-#include "engine/random.h"
 #include "test_util.h"
 
 namespace {
@@ -20,25 +18,15 @@ using vitune::Error;
 using vitune::Shape;
 using vitune::Tensor;
 using vitune::testing::bitwise_equal;
+using vitune::testing::dot;
+using vitune::testing::random_normal;
 using vitune::testing::tensors_close;
+using vitune::testing::ThreadCount;
+using vitune::testing::values;
 namespace ops = vitune::ops;
 
-Tensor normal(Shape shape, DType dtype, uint64_t stream, double stddev = 1) {
-  Tensor t(std::move(shape), dtype);
-  vitune::fill_normal(t, 5, stream, 0, stddev);
-  return t;
-}
-
-std::vector<double> values(const Tensor& t) { return t.to(DType::F64).to_vector<double>(); }
-
-class ThreadCount {
- public:
-  explicit ThreadCount(int n) : saved_(vitune::num_threads()) { vitune::set_num_threads(n); }
-  ~ThreadCount() { vitune::set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
+// The seed of this suite's random tensors.
+constexpr uint64_t kSeed = 5;
 
 // softmax of each row, in double, shifting by the row maximum.
 Tensor reference_forward(const Tensor& x_t) {
@@ -73,7 +61,7 @@ Tensor reference_backward(const Tensor& dy_t, const Tensor& y_t) {
 }
 
 void check_against_reference(Shape shape, DType dtype, vitune::testing::Tolerance tol) {
-  Tensor x = normal(shape, dtype, 1, 3), dy = normal(shape, dtype, 2);
+  Tensor x = random_normal(shape, dtype, kSeed, 1, 0, 3), dy = random_normal(shape, dtype, kSeed, 2);
   Tensor y = ops::softmax_forward(x);
   Tensor dx = ops::softmax_backward(dy, y);
   EXPECT_EQ(y.dtype(), dtype);
@@ -94,16 +82,10 @@ TEST(SoftmaxTest, MatchesReferenceForFourDimensionalInput) {
   check_against_reference({2, 3, 4, 9}, DType::F64, vitune::testing::kF64Exact);
 }
 
-double dot(const Tensor& a, const Tensor& b) {
-  std::vector<double> va = values(a), vb = values(b);
-  double sum = 0;
-  for (size_t i = 0; i < va.size(); ++i) sum += va[i] * vb[i];
-  return sum;
-}
-
 TEST(SoftmaxTest, BackwardMatchesFiniteDifferencesF64) {
-  Tensor x = normal({5, 7}, DType::F64, 11, 2), dy = normal({5, 7}, DType::F64, 12);
-  Tensor v = normal({5, 7}, DType::F64, 13);
+  Tensor x = random_normal({5, 7}, DType::F64, kSeed, 11, 0, 2);
+  Tensor dy = random_normal({5, 7}, DType::F64, kSeed, 12);
+  Tensor v = random_normal({5, 7}, DType::F64, kSeed, 13);
   // L(x) = sum(dy * softmax(x)); its directional derivative along v by central differences.
   auto loss_along = [&](double t) {
     std::vector<double> xs = values(x), vs = values(v);
@@ -117,7 +99,8 @@ TEST(SoftmaxTest, BackwardMatchesFiniteDifferencesF64) {
 }
 
 TEST(SoftmaxTest, ResultsDoNotDependOnThreadCount) {
-  Tensor x = normal({517, 61}, DType::F32, 21, 4), dy = normal({517, 61}, DType::F32, 22);
+  Tensor x = random_normal({517, 61}, DType::F32, kSeed, 21, 0, 4);
+  Tensor dy = random_normal({517, 61}, DType::F32, kSeed, 22);
   auto run = [&](int threads) {
     ThreadCount scope(threads);
     Tensor y = ops::softmax_forward(x);
@@ -161,11 +144,11 @@ TEST(SoftmaxTest, BadArgumentsThrow) {
   EXPECT_THROW(ops::softmax_forward(Tensor::full({}, 1.0)), Error);
   EXPECT_THROW(ops::softmax_forward(Tensor::zeros({3, 0})), Error);
   EXPECT_THROW(ops::softmax_forward(Tensor()), Error);
-  Tensor y = ops::softmax_forward(normal({3, 4}, DType::F32, 31));
-  EXPECT_THROW(ops::softmax_backward(normal({3, 5}, DType::F32, 32), y), Error);
-  EXPECT_THROW(ops::softmax_backward(normal({3, 4}, DType::F64, 33), y), Error);
+  Tensor y = ops::softmax_forward(random_normal({3, 4}, DType::F32, kSeed, 31));
+  EXPECT_THROW(ops::softmax_backward(random_normal({3, 5}, DType::F32, kSeed, 32), y), Error);
+  EXPECT_THROW(ops::softmax_backward(random_normal({3, 4}, DType::F64, kSeed, 33), y), Error);
   try {
-    ops::softmax_backward(normal({4, 3}, DType::F32, 32), y);
+    ops::softmax_backward(random_normal({4, 3}, DType::F32, kSeed, 32), y);
     ADD_FAILURE() << "mismatched shapes were accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("softmax_backward"), std::string::npos) << e.what();

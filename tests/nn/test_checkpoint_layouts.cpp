@@ -22,8 +22,6 @@ void expect_same_model(nn::LoadedVit& loaded) {
   EXPECT_TRUE(bitwise_equal(logits_of(*loaded.model), logits_of(reference.model())));
 }
 
-std::string temp_path(const std::string& name) { return ::testing::TempDir() + "/" + name; }
-
 TEST(CheckpointLayouts, HuggingFaceNeedsHeadsAndItsOwnEpsilonByDefault) {
   nn::LoadedVit hf = nn::load_vit(data_path("tiny_vit_hf.safetensors"), {4, 0.0});
   EXPECT_EQ(hf.layout, nn::CheckpointLayout::HuggingFace);
@@ -49,7 +47,8 @@ TEST(CheckpointLayouts, HuggingFaceWithoutPrefixLoadsToIdenticalLogits) {
     std::string bare = name.rfind("vit.", 0) == 0 ? name.substr(4) : name;
     renamed.emplace_back(bare, file.at(name));
   }
-  std::string path = temp_path("hf_no_prefix.safetensors");
+  TempPath path_file("hf_no_prefix", ".safetensors");
+  const std::string& path = path_file.str();
   nn::write_safetensors(path, renamed);
   nn::LoadedVit hf = nn::load_vit(path, {4, 1e-6});
   expect_same_model(hf);
@@ -67,7 +66,8 @@ TEST(CheckpointLayouts, GoogleNpzStoredAndDeflatedLoadToIdenticalLogits) {
 
 TEST(CheckpointLayouts, SaveWritesTimmLayoutThatLoadsBackExactly) {
   TinyVit vit;
-  std::string path = temp_path("saved.safetensors");
+  TempPath path_file("saved", ".safetensors");
+  const std::string& path = path_file.str();
   nn::save_vit(path, vit.model());
   nn::LoadedVit again = nn::load_vit(path);
   EXPECT_EQ(again.model->config().to_json(), vit.model().config().to_json());
@@ -78,7 +78,8 @@ TEST(CheckpointLayouts, Bf16TensorsAreConvertedOnLoad) {
   TinyVit vit;
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (nn::Parameter* p : vit.model().parameters()) tensors.emplace_back(p->name(), p->value().to(DType::BF16));
-  std::string path = temp_path("bf16.safetensors");
+  TempPath path_file("bf16", ".safetensors");
+  const std::string& path = path_file.str();
   nn::write_safetensors(path, tensors, vit.loaded.metadata);
   nn::LoadedVit loaded = nn::load_vit(path);
   EXPECT_EQ(loaded.stored_dtypes.at("head.weight"), DType::BF16);
@@ -88,7 +89,8 @@ TEST(CheckpointLayouts, Bf16TensorsAreConvertedOnLoad) {
 
 void expect_load_error(const std::vector<std::pair<std::string, Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata, const std::string& phrase) {
-  std::string path = temp_path("broken.safetensors");
+  TempPath path_file("broken", ".safetensors");
+  const std::string& path = path_file.str();
   nn::write_safetensors(path, tensors, metadata);
   try {
     nn::load_vit(path);

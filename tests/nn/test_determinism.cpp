@@ -1,6 +1,5 @@
 // Same inputs give the same bits whatever the number of threads: the forward pass, the
 // loss and every gradient of a ViT, with 1 and with 2 threads.
-#include "engine/parallel.h"
 #include "engine/random.h"
 #include "nn/vit.h"
 #include "test_util.h"
@@ -14,7 +13,7 @@ struct StepResult {
 };
 
 StepResult train_step_with_threads(int threads) {
-  set_num_threads(threads);
+  ThreadCount scope(threads);
   nn::VitConfig config;
   config.img_size = 28;
   config.patch = 4;
@@ -37,10 +36,8 @@ StepResult train_step_with_threads(int threads) {
 }
 
 TEST(Determinism, OneAndTwoThreadsGiveIdenticalBits) {
-  int before = num_threads();
   StepResult one = train_step_with_threads(1);
   StepResult two = train_step_with_threads(2);
-  set_num_threads(before);
   EXPECT_TRUE(bitwise_equal(one.logits, two.logits));
   ASSERT_EQ(one.grads.size(), two.grads.size());
   for (size_t i = 0; i < one.grads.size(); ++i) EXPECT_TRUE(bitwise_equal(one.grads[i], two.grads[i])) << i;

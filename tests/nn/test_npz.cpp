@@ -1,17 +1,15 @@
 // Tests of the .npy parser and the .npz (zip) reader on archives built here: stored and
 // deflated entries, zip64 records, several dtypes and header layouts, and the errors
 // for damaged archives and unsupported arrays.
-#include <unistd.h>
 #include <zlib.h>
 
 #include <cstdint>
-#include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "nn/npy.h"
 #include "nn/npz.h"
 #include "test_util.h"
 
@@ -23,25 +21,8 @@ using vitune::Tensor;
 using vitune::nn::NpzFile;
 using vitune::nn::parse_npy;
 using vitune::nn::read_npz;
-
-// A file path under the test temporary folder; the file is removed when it goes away.
-class TempPath {
- public:
-  explicit TempPath(const std::string& name)
-      : path_(::testing::TempDir() + "npz_" + name + "_" + std::to_string(::getpid()) + ".npz") {}
-  ~TempPath() { std::remove(path_.c_str()); }
-  TempPath(const TempPath&) = delete;
-  TempPath& operator=(const TempPath&) = delete;
-  const std::string& str() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-void write_raw(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-}
+using vitune::testing::TempPath;
+using vitune::testing::write_raw;
 
 void put16(std::string& out, uint32_t v) {
   out += char(v & 0xff);
@@ -200,7 +181,7 @@ std::string bias_npy() {
 }
 
 NpzFile write_and_read(const std::string& name, const std::string& archive) {
-  TempPath path_file(name);
+  TempPath path_file("npz_" + name, ".npz");
   const std::string& path = path_file.str();
   write_raw(path, archive);
   return read_npz(path);
@@ -208,7 +189,7 @@ NpzFile write_and_read(const std::string& name, const std::string& archive) {
 
 // Expects reading `archive` to fail with a message naming the file and holding `phrases`.
 void expect_npz_error(const std::string& name, const std::string& archive, std::vector<std::string> phrases) {
-  TempPath path_file(name);
+  TempPath path_file("npz_" + name, ".npz");
   const std::string& path = path_file.str();
   write_raw(path, archive);
   try {
@@ -312,7 +293,7 @@ TEST(Npz, NpyVersionsAndHeaderLayouts) {
 }
 
 TEST(Npz, MissingFileAndMissingArrayAreNamed) {
-  TempPath path_file("does_not_exist");
+  TempPath path_file("npz_does_not_exist", ".npz");
   const std::string& path = path_file.str();
   try {
     read_npz(path);

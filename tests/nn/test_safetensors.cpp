@@ -1,14 +1,9 @@
 // Tests of the safetensors reader and writer: round trips of every dtype, the exact
 // bytes of a small file, and one malformed file per validation rule, each checked for
 // its own message naming the file and the tensor.
-#include <unistd.h>
-
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <initializer_list>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -26,32 +21,9 @@ using vitune::Tensor;
 using vitune::nn::read_safetensors;
 using vitune::nn::SafetensorsFile;
 using vitune::nn::write_safetensors;
-
-// A file path under the test temporary folder; the file is removed when it goes away.
-class TempPath {
- public:
-  explicit TempPath(const std::string& name)
-      : path_(::testing::TempDir() + "safetensors_" + name + "_" + std::to_string(::getpid()) + ".safetensors") {}
-  ~TempPath() { std::remove(path_.c_str()); }
-  TempPath(const TempPath&) = delete;
-  TempPath& operator=(const TempPath&) = delete;
-  const std::string& str() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-void write_raw(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-}
-
-std::string read_raw(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
+using vitune::testing::read_raw;
+using vitune::testing::TempPath;
+using vitune::testing::write_raw;
 
 // A file from its parts: the header length as 8 little-endian bytes, the header, the data.
 std::string file_bytes(const std::string& header, const std::string& data = "") {
@@ -73,7 +45,7 @@ Tensor patterned(Shape shape, DType dtype, int seed) {
 // and each of `phrases`.
 void expect_read_error(const std::string& name, const std::string& bytes,
                        std::initializer_list<std::string> phrases) {
-  TempPath path_file(name);
+  TempPath path_file("safetensors_" + name, ".safetensors");
   const std::string& path = path_file.str();
   write_raw(path, bytes);
   try {
@@ -104,7 +76,7 @@ TEST(Safetensors, RoundTripOfEveryDtypeWithMetadata) {
       {"scalar", patterned({}, DType::F32, 8)},    {"empty_last", patterned({4, 0}, DType::I64, 0)},
   };
   std::map<std::string, std::string> metadata = {{"format", "pt"}, {"note", "na\xc3\xafve \"quoted\""}};
-  TempPath path_file("roundtrip");
+  TempPath path_file("safetensors_roundtrip", ".safetensors");
   const std::string& path = path_file.str();
   write_safetensors(path, tensors, metadata);
 
@@ -140,7 +112,7 @@ TEST(Safetensors, RoundTripOfEveryDtypeWithMetadata) {
 }
 
 TEST(Safetensors, WritesTheBytesTheFormatPrescribes) {
-  TempPath path_file("known_bytes");
+  TempPath path_file("safetensors_known_bytes", ".safetensors");
   const std::string& path = path_file.str();
   write_safetensors(path, {{"a", Tensor::from_vector<float>({2}, {1.0f, -2.0f})}}, {{"k", "v"}});
   // 79 bytes of JSON plus one space of padding: header length 80 = 0x50.
@@ -150,14 +122,14 @@ TEST(Safetensors, WritesTheBytesTheFormatPrescribes) {
                          std::string("\x00\x00\x80\x3f\x00\x00\x00\xc0", 8);
   EXPECT_EQ(read_raw(path), expected);
 
-  TempPath empty_path_file("known_empty");
+  TempPath empty_path_file("safetensors_known_empty", ".safetensors");
   const std::string& empty_path = empty_path_file.str();
   write_safetensors(empty_path, {});
   EXPECT_EQ(read_raw(empty_path), std::string("\x08\0\0\0\0\0\0\0{}      ", 16));
 }
 
 TEST(Safetensors, EmptyHeaderAndTrailingSpacesAreValid) {
-  TempPath path_file("empty");
+  TempPath path_file("safetensors_empty", ".safetensors");
   const std::string& path = path_file.str();
   write_raw(path, file_bytes("{}"));
   SafetensorsFile empty = read_safetensors(path);
@@ -173,7 +145,7 @@ TEST(Safetensors, EmptyHeaderAndTrailingSpacesAreValid) {
 }
 
 TEST(Safetensors, NamesFollowDataOffsetsNotHeaderOrder) {
-  TempPath path_file("order");
+  TempPath path_file("safetensors_order", ".safetensors");
   const std::string& path = path_file.str();
   std::string header = "{" + entry("second", "I32", "[1]", 4, 8) + "," + entry("zero", "F32", "[0]", 4, 4) +
                        "," + entry("first", "I32", "[1]", 0, 4) + "}";
@@ -185,7 +157,7 @@ TEST(Safetensors, NamesFollowDataOffsetsNotHeaderOrder) {
 }
 
 TEST(Safetensors, MissingFileAndMissingTensorAreNamed) {
-  TempPath path_file("does_not_exist");
+  TempPath path_file("safetensors_does_not_exist", ".safetensors");
   const std::string& path = path_file.str();
   try {
     read_safetensors(path);
@@ -194,7 +166,7 @@ TEST(Safetensors, MissingFileAndMissingTensorAreNamed) {
     EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("No such file"), std::string::npos) << e.what();
   }
-  TempPath present_file("present");
+  TempPath present_file("safetensors_present", ".safetensors");
   const std::string& present = present_file.str();
   write_safetensors(present, {{"x", Tensor::from_vector<float>({1}, {1.0f})}});
   SafetensorsFile file = read_safetensors(present);
@@ -208,7 +180,7 @@ TEST(Safetensors, MissingFileAndMissingTensorAreNamed) {
 }
 
 TEST(Safetensors, WriterRefusesBadNames) {
-  TempPath path_file("bad_names");
+  TempPath path_file("safetensors_bad_names", ".safetensors");
   const std::string& path = path_file.str();
   Tensor t = Tensor::from_vector<float>({1}, {1.0f});
   EXPECT_THROW(write_safetensors(path, {{"", t}}), Error);
