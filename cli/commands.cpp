@@ -5,10 +5,16 @@ namespace vitune::cli {
 
 void add_info_command(CLI::App& app);
 void add_trace_command(CLI::App& app);
+void add_pretrain_command(CLI::App& app);
+void add_finetune_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
 
 void register_commands(CLI::App& app) {
   add_info_command(app);
   add_trace_command(app);
+  add_pretrain_command(app);
+  add_finetune_command(app);
+  add_eval_command(app);
 }
 
 }  // namespace vitune::cli

@@ -201,6 +201,12 @@ TimmTensors read_as_timm(const std::string& path) {
                  ": not a ViT checkpoint in a known layout (expected timm's cls_token and ",
                  "patch_embed.proj.weight, or Hugging Face's [vit.]embeddings.cls_token)");
     out.tensors = file.tensors;
+    if (file.metadata.count("trainer_state")) {
+      // A training checkpoint: its optimizer state is not part of the model.
+      for (auto it = out.tensors.begin(); it != out.tensors.end();) {
+        it = it->first.rfind("optim.", 0) == 0 ? out.tensors.erase(it) : std::next(it);
+      }
+    }
   }
   out.metadata = file.metadata;
   return out;

@@ -17,6 +17,11 @@ VisionTransformer::VisionTransformer(const VitConfig& config)
                                              config.hidden(), config.ln_eps));
   }
   if (config.num_classes > 0) head = std::make_unique<Linear>("head", config.dim, config.num_classes);
+  collect_parameters();
+}
+
+void VisionTransformer::collect_parameters() {
+  parameters_.clear();
   parameters_.push_back(&cls_token);
   parameters_.push_back(&pos_embed);
   patch_embed.parameters(parameters_);
@@ -61,6 +66,18 @@ int64_t VisionTransformer::parameter_count() const {
   int64_t total = 0;
   for (const Parameter* p : parameters_) total += p->numel();
   return total;
+}
+
+void VisionTransformer::reset_head(int num_classes, uint64_t seed) {
+  VITUNE_CHECK(num_classes >= 0 && num_classes <= 1000000, "a head needs 0 to 1000000 classes, got ", num_classes);
+  config_.num_classes = num_classes;
+  head.reset();
+  if (num_classes > 0) {
+    head = std::make_unique<Linear>("head", config_.dim, num_classes);
+    // Stream past every other parameter's, so the head does not repeat their draws.
+    fill_trunc_normal(head->weight.mutable_value(), seed, 1u << 20, 0.02);
+  }
+  collect_parameters();
 }
 
 void VisionTransformer::init_weights(uint64_t seed) {

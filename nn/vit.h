@@ -33,6 +33,9 @@ class VisionTransformer {
   // std 0.02, cls_token normal with std 1e-6, biases 0, LayerNorms 1 and 0. Counter-based:
   // parameter i draws from stream i of `seed`.
   void init_weights(uint64_t seed);
+  // A fresh head for `num_classes` classes (truncated normal std 0.02, zero bias), as
+  // finetuning on a new task starts; num_classes 0 removes the head.
+  void reset_head(int num_classes, uint64_t seed);
 
   PatchEmbed patch_embed;
   Parameter cls_token;  // [1, 1, D]
@@ -42,6 +45,8 @@ class VisionTransformer {
   std::unique_ptr<Linear> head;  // null when num_classes == 0
 
  private:
+  void collect_parameters();
+
   VitConfig config_;
   std::vector<Parameter*> parameters_;
 };

@@ -1,0 +1,72 @@
+// The training run behind pretrain and finetune.
+#include "cli/training_run.h"
+
+#include <cstdio>
+
+#include "cli/progress.h"
+#include "engine/allocator.h"
+#include "nn/checkpoint.h"
+
+namespace vitune::cli {
+
+int64_t trainable_parameter_count(const nn::VisionTransformer& model) {
+  int64_t count = 0;
+  for (const nn::Parameter* p : model.parameters()) count += p->trainable_count();
+  return count;
+}
+
+void train_and_report(const std::string& command, nn::VisionTransformer& model, const RunOptions& options,
+                      nlohmann::ordered_json results) {
+  const OutputOptions& out = options.output;
+  VITUNE_CHECK(!out.resume || !out.checkpoint.empty(), "--resume needs --checkpoint");
+  OpenedData train = open_training_data(options.data, model.config(), out.seed);
+  OpenedData eval;
+  if (!options.data.eval_spec.empty()) eval = open_eval_data(options.data.eval_spec, options.data, model.config());
+  nn::TrainConfig config = options.optim.train_config(train.loader->batches_per_epoch());
+  config.checkpoint_path = out.checkpoint;
+  config.log_path = out.log;
+
+  reset_peak_memory(Device::cpu());
+  nn::Trainer trainer(model, config, *train.loader);
+  if (out.resume) trainer.resume(out.checkpoint);
+  const int64_t first_step = trainer.step();
+  Progress progress(command, config.steps, "step", std::max<int64_t>(1, config.steps / 20));
+  char note[96];
+  nn::EvalResult last = trainer.run(
+      [&](const nn::StepReport& r) {
+        std::snprintf(note, sizeof note, "loss %.4f, lr %.2e", r.loss, r.lr);
+        progress.update(r.step, note);
+      },
+      eval.loader.get());
+  progress.finish(note);
+  double seconds = progress.seconds();
+  double images_per_second = double((config.steps - first_step) * options.data.batch_size) / seconds;
+
+  nn::save_vit(out.model_out, model, {{"data", train.canonical_spec}});
+  results["config"] = nlohmann::ordered_json::parse(model.config().to_json());
+  results["data"] = train.canonical_spec;
+  results["train_examples"] = train.dataset->size();
+  results["seed"] = out.seed;
+  results["steps"] = config.steps;
+  results["batch_size"] = options.data.batch_size;
+  results["optimizer"] = options.optim.optimizer;
+  results["lr"] = options.optim.lr;
+  results["schedule"] = options.optim.schedule;
+  results["trainable_parameters"] = trainable_parameter_count(model);
+  results["total_parameters"] = model.parameter_count();
+  results["skipped_images"] = train.loader->skipped_images();
+  results["images_per_second"] = images_per_second;
+  results["model"] = out.model_out;
+  if (eval.loader) {
+    results["eval_data"] = eval.canonical_spec;
+    results["eval"] = eval_json(last);
+    std::printf("%s: top-1 %.2f%%, top-5 %.2f%% on %lld images of %s\n", command.c_str(), 100 * last.top1,
+                100 * last.top5, (long long)last.examples, eval.canonical_spec.c_str());
+  }
+  write_results(out.results, results, seconds);
+  std::printf("%s: %lld steps in %.1f s (%.0f images/s), peak memory %.1f MiB; model written to %s\n",
+              command.c_str(), (long long)(config.steps - first_step), seconds, images_per_second,
+              double(memory_stats(Device::cpu()).peak_bytes) / (1 << 20), out.model_out.c_str());
+}
+
+}  // namespace vitune::cli
