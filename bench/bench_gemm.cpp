@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/cpu/blas.h"
+#include "engine/cpu/gemm_kernel.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
 #include "engine/random.h"
@@ -161,6 +162,7 @@ int main(int argc, char** argv) {
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::AddCustomContext("gemm_kernel", vitune::cpu::gemm_kernel_name());
   benchmark::AddCustomContext("blas_core", vitune::blas_core_name());
   benchmark::AddCustomContext("threads", std::to_string(vitune::num_threads()));
   benchmark::AddCustomContext("peak_gflops", std::to_string(peak_gflops));

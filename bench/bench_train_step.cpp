@@ -11,6 +11,7 @@
 #include "bench/step_workload.h"
 #include "engine/allocator.h"
 #include "engine/cpu/blas.h"
+#include "engine/cpu/gemm_kernel.h"
 #include "engine/parallel.h"
 #include "nn/vit.h"
 
@@ -66,6 +67,7 @@ BENCHMARK(BM_vit_ti16_train)->UseRealTime()->Unit(benchmark::kMillisecond);
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::AddCustomContext("gemm_kernel", vitune::cpu::gemm_kernel_name());
   benchmark::AddCustomContext("blas_core", vitune::blas_core_name());
   benchmark::AddCustomContext("threads", std::to_string(vitune::num_threads()));
   try {

@@ -243,9 +243,11 @@ def main():
                          "warmup": warmup, "vitune": vitune, "torch": measured})
 
     print_table(rows, torch_missing)
+    kernels = sorted({row["vitune"]["gemm_kernel"] for row in rows})
+    print("vitune fp32 GEMM: %s" % ", ".join(kernels))
     cores = sorted({row["vitune"]["blas_core"] for row in rows})
     print("\nthreads: %d each" % args.threads)
-    print("vitune OpenBLAS kernel: %s" % ", ".join(cores))
+    print("OpenBLAS kernel (f64, and PyTorch): %s" % ", ".join(cores))
     coretype = os.environ.get("OPENBLAS_CORETYPE")
     if coretype is None:
         print("OPENBLAS_CORETYPE: not set (setting it, e.g. to SkylakeX, forces OpenBLAS's kernel)")

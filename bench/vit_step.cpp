@@ -11,6 +11,7 @@
 #include "bench/step_workload.h"
 #include "engine/allocator.h"
 #include "engine/cpu/blas.h"
+#include "engine/cpu/gemm_kernel.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
 #include "nn/vit.h"
@@ -109,10 +110,10 @@ void run(const Options& options) {
   for (int64_t i = 0; i < options.steps; ++i) run_step(workload, options.train);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("{\"images_per_s\": %.3f, \"ms_per_step\": %.3f, \"peak_bytes\": %lld, "
-              "\"blas_core\": \"%s\", \"threads\": %d}\n",
+              "\"gemm_kernel\": \"%s\", \"blas_core\": \"%s\", \"threads\": %d}\n",
               double(options.batch * options.steps) / seconds, 1e3 * seconds / double(options.steps),
               static_cast<long long>(vitune::memory_stats(vitune::Device::cpu()).peak_bytes),
-              vitune::blas_core_name(), vitune::num_threads());
+              vitune::cpu::gemm_kernel_name().c_str(), vitune::blas_core_name(), vitune::num_threads());
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_options.h"
-#include "engine/cpu/blas.h"
+#include "engine/cpu/gemm_kernel.h"
 #include "engine/cuda/cuda_info.h"
 #include "engine/parallel.h"
 #include "nn/components.h"
@@ -52,7 +52,7 @@ void print_info(const ModelOptions& options) {
   }
   std::printf("%-10s %14s %7.2f%%\n", "total", with_commas(total).c_str(), 100.0);
   int gpus = cuda::device_count();
-  std::printf("\nengine      %d threads, OpenBLAS %s kernels, CUDA %s\n", num_threads(), blas_core_name(),
+  std::printf("\nengine      %d threads, fp32 GEMM by %s, CUDA %s\n", num_threads(), cpu::gemm_kernel_name().c_str(),
               !cuda::built_with_cuda() ? "not built" : gpus == 0 ? "built, no device" : cuda::device_description(0).c_str());
 }
 

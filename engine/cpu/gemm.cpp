@@ -4,12 +4,34 @@
 // whose width depends only on the shape, each one OpenBLAS call, spread over the pool.
 // The same panels are computed whatever the number of threads.
 #include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <type_traits>
 
 #include "engine/cpu/blas.h"
 #include "engine/cpu/check.h"
+#include "engine/cpu/gemm_kernel.h"
+#include "engine/cpu/sgemm_avx512.h"
 #include "engine/flop_counter.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
+
+namespace vitune::cpu {
+
+GemmKernel gemm_kernel() {
+  static const GemmKernel kernel = [] {
+    const char* forced = std::getenv("VITUNE_GEMM");
+    if (forced && std::string(forced) == "openblas") return GemmKernel::OpenBlas;
+    return has_avx512() ? GemmKernel::Avx512 : GemmKernel::OpenBlas;
+  }();
+  return kernel;
+}
+
+std::string gemm_kernel_name() {
+  return gemm_kernel() == GemmKernel::Avx512 ? "vitune AVX-512" : std::string("OpenBLAS ") + blas_core_name();
+}
+
+}  // namespace vitune::cpu
 
 namespace vitune::ops {
 
@@ -71,6 +93,12 @@ void blas_kernel(bool trans_a, bool trans_b, GemmShape s, T alpha, const T* a, c
                  T* c) {
   if (s.m == 0 || s.n == 0) return;
   int64_t lda = trans_a ? s.m : s.k, ldb = trans_b ? s.k : s.n;
+  if constexpr (std::is_same_v<T, float>) {
+    if (cpu::gemm_kernel() == cpu::GemmKernel::Avx512) {
+      cpu::sgemm_avx512(trans_a, trans_b, s.m, s.n, s.k, alpha, a, lda, b, ldb, beta, c, s.n);
+      return;
+    }
+  }
   if (2 * s.m * s.n * s.k < kSerialFlops) {
     blas_gemm(trans_a, trans_b, s.m, s.n, s.k, alpha, a, lda, b, ldb, beta, c, s.n);
     return;

@@ -58,6 +58,21 @@ TEST(Gemm, LargeProductsSplitIntoPanelsMatchTheReferenceAndAnyThreadCount) {
   }
 }
 
+TEST(Gemm, LongSumsSpanningSeveralBlocksOfKMatchTheReference) {
+  // K beyond one packed block (768) in every transpose combination, with beta.
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      Tensor a = random_matrix(operand(ta, 19, 1700), DType::F32, 10);
+      Tensor b = random_matrix(operand(tb, 1700, 45), DType::F32, 11);
+      Tensor c = random_matrix({19, 45}, DType::F32, 12);
+      Tensor expected = c.to(DType::F64);
+      ops::gemm(ta, tb, 1.5, a, b, -1.0, c);
+      ops::gemm_reference(ta, tb, 1.5, a.to(DType::F64), b.to(DType::F64), -1.0, expected);
+      EXPECT_TRUE(tensors_close(c, expected, {1e-3, 1e-4}, "long K"));
+    }
+  }
+}
+
 TEST(Gemm, LeadingDimensionsFoldIntoRows) {
   Tensor x = random_matrix({2, 3, 4}, DType::F64, 6);
   Tensor w = random_matrix({5, 4}, DType::F64, 7);

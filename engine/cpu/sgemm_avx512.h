@@ -1,0 +1,17 @@
+// vitune's own fp32 GEMM for CPUs with AVX-512: B packed once per block of K and shared
+// by the threads, A packed per block of rows, an 8 x 32 register-tile micro-kernel.
+#pragma once
+
+#include <cstdint>
+
+namespace vitune::cpu {
+
+// Whether this CPU can run sgemm_avx512.
+bool has_avx512();
+
+// Row-major C = alpha op(A) op(B) + beta C with leading dimensions, spread over the
+// thread pool. Every element of C is summed in the same order for any thread count.
+void sgemm_avx512(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                  int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+}  // namespace vitune::cpu
