@@ -2,6 +2,7 @@
 // when labels are given, the loss and the gradient of every parameter, so that a user
 // can compare vitune with their own PyTorch model tensor by tensor.
 #include <cstdio>
+#include <memory>
 
 #include "cli/commands.h"
 #include "cli/model_options.h"
@@ -60,18 +61,12 @@ void run_trace(const TraceOptions& options) {
 
   std::vector<std::pair<std::string, Tensor>> out;
   std::vector<std::pair<std::string, Tensor>> activations;
-  autograd::Variable logits = [&] {
-    if (!labels.defined()) {
-      // Only forward values are wanted: record no tape.
-      autograd::NoGradGuard no_grad;
-      return model.forward(autograd::Variable(images), [&](const std::string& name, const Tensor& v) {
-        activations.emplace_back(name, v);
-      });
-    }
-    return model.forward(autograd::Variable(images), [&](const std::string& name, const Tensor& v) {
-      activations.emplace_back(name, v);
-    });
-  }();
+  // Without labels only forward values are wanted: record no tape.
+  std::unique_ptr<autograd::NoGradGuard> no_grad;
+  if (!labels.defined()) no_grad = std::make_unique<autograd::NoGradGuard>();
+  autograd::Variable logits = model.forward(autograd::Variable(images), [&](const std::string& name, const Tensor& v) {
+    activations.emplace_back(name, v);
+  });
   out.emplace_back("logits", logits.value());
   for (auto& a : activations) out.push_back(a);
   if (labels.defined()) {
