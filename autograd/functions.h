@@ -38,4 +38,11 @@ Variable prepend_token(const Variable& token, const Variable& x);
 // Token `index` of every sequence: x [B, N, D] -> [B, D].
 Variable select_token(const Variable& x, int64_t index);
 
+// The supervised contrastive loss (SupCon, every row an anchor) of features [N, D],
+// typically two views of B images stacked [view1; view2] (N = 2B), with labels i64 [N].
+// Each row is L2-normalised first; for anchor i with positives P(i) = {p != i : label_p =
+// label_i}, L_i = -1/|P(i)| sum_{p in P(i)} log(exp(z_i.z_p/T) / sum_{a != i} exp(z_i.z_a/T)),
+// and the result [1] is the mean over anchors. A row with no positive is an error.
+Variable supervised_contrastive(const Variable& features, const Tensor& labels, double temperature);
+
 }  // namespace vitune::autograd
