@@ -13,11 +13,27 @@ Linear::Linear(const std::string& prefix, int64_t in_features, int64_t out_featu
     : weight(prefix + ".weight", Tensor::zeros({out_features, in_features})),
       bias(prefix + ".bias", Tensor::zeros({out_features})) {}
 
-Variable Linear::forward(const Variable& x) const { return autograd::linear(x, weight.var(), bias.var()); }
+Variable Linear::forward(const Variable& x) const {
+  Variable y = autograd::linear(x, weight.var(), bias.var());
+  return lora ? autograd::add(y, lora->forward(x)) : y;
+}
 
 void Linear::parameters(std::vector<Parameter*>& out) {
   out.push_back(&weight);
   out.push_back(&bias);
+  if (lora) lora->parameters(out);
+}
+
+void Linear::attach_lora(int rank, double alpha, uint64_t seed, uint64_t stream) {
+  const std::string& name = weight.name();
+  const std::string prefix = name.substr(0, name.size() - std::string(".weight").size());
+  lora = std::make_unique<LoraAdapter>(prefix, weight.shape()[1], weight.shape()[0], rank, alpha, seed, stream);
+}
+
+void Linear::merge_lora() {
+  if (!lora) return;
+  lora->merge_into(weight.mutable_value());
+  lora.reset();
 }
 
 LayerNorm::LayerNorm(const std::string& prefix, int64_t dim, double eps)

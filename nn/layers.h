@@ -1,6 +1,7 @@
 // The ViT's modules, timm's names and layouts: Linear, LayerNorm, MultiHeadAttention
 // (fused qkv), Mlp, Block (pre-norm) and PatchEmbed. Each module owns its parameters,
-// named with their full dotted timm names ("blocks.3.attn.qkv.weight").
+// named with their full dotted timm names ("blocks.3.attn.qkv.weight"). A Linear may
+// carry a LoRA adapter (nn/lora.h), whose parameters follow its weight and bias.
 #pragma once
 
 #include <functional>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "autograd/functions.h"
+#include "nn/lora.h"
 #include "nn/parameter.h"
 
 namespace vitune::nn {
@@ -21,10 +23,16 @@ using Observer = std::function<void(const std::string& name, const Tensor& value
 class Linear {
  public:
   Linear(const std::string& prefix, int64_t in_features, int64_t out_features);
+  // x W^T + b, plus the adapter's low-rank term when one is attached.
   Variable forward(const Variable& x) const;
   void parameters(std::vector<Parameter*>& out);
+  // Attaches an adapter "<prefix>.lora_A" / ".lora_B" (replacing any attached one).
+  void attach_lora(int rank, double alpha, uint64_t seed, uint64_t stream);
+  // Folds the adapter into the weight and removes it; nothing when none is attached.
+  void merge_lora();
   Parameter weight;  // [out, in]
   Parameter bias;    // [out]
+  std::unique_ptr<LoraAdapter> lora;  // null: a plain linear layer
 };
 
 class LayerNorm {

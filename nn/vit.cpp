@@ -80,6 +80,49 @@ void VisionTransformer::reset_head(int num_classes, uint64_t seed) {
   collect_parameters();
 }
 
+namespace {
+Linear& target_layer(Block& block, LoraTarget target) {
+  switch (target) {
+    case LoraTarget::Qkv: return block.attn.qkv;
+    case LoraTarget::Proj: return block.attn.proj;
+    case LoraTarget::Fc1: return block.mlp.fc1;
+    case LoraTarget::Fc2: return block.mlp.fc2;
+  }
+  throw Error("LoRA: unknown target layer");
+}
+constexpr LoraTarget kAllTargets[] = {LoraTarget::Qkv, LoraTarget::Proj, LoraTarget::Fc1, LoraTarget::Fc2};
+}  // namespace
+
+void VisionTransformer::add_lora(const LoraOptions& options) {
+  options.validate();
+  for (Parameter* p : parameters_) {
+    if (p->name().rfind("head.", 0) != 0) p->freeze();
+  }
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    for (LoraTarget target : options.targets) {
+      uint64_t stream = (1ull << 21) + 4 * b + static_cast<uint64_t>(target);
+      target_layer(*blocks[b], target).attach_lora(options.rank, options.alpha, options.seed, stream);
+    }
+  }
+  collect_parameters();
+}
+
+void VisionTransformer::merge_lora() {
+  for (auto& block : blocks) {
+    for (LoraTarget target : kAllTargets) target_layer(*block, target).merge_lora();
+  }
+  collect_parameters();
+}
+
+bool VisionTransformer::has_lora() const {
+  for (const auto& block : blocks) {
+    for (LoraTarget target : kAllTargets) {
+      if (target_layer(*block, target).lora) return true;
+    }
+  }
+  return false;
+}
+
 void VisionTransformer::init_weights(uint64_t seed) {
   for (size_t i = 0; i < parameters_.size(); ++i) {
     Parameter& p = *parameters_[i];

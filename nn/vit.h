@@ -1,6 +1,7 @@
 // VisionTransformer: patch embedding, cls token, learned position embedding, pre-norm
 // blocks, final LayerNorm and a linear head on the cls token, exactly as timm's
-// VisionTransformer(class_token=True, global_pool='token').
+// VisionTransformer(class_token=True, global_pool='token'); optionally with LoRA adapters
+// on the blocks' linear layers for finetuning, merged away before saving.
 #pragma once
 
 #include <memory>
@@ -22,7 +23,8 @@ class VisionTransformer {
   // The final-normed cls feature [B, dim], the input of the head.
   Variable features(const Variable& images, const Observer& observe = {}) const;
 
-  // All parameters in timm's state-dict order.
+  // All parameters in timm's state-dict order (an adapter's lora_A and lora_B follow its
+  // layer's bias).
   const std::vector<Parameter*>& parameters() const { return parameters_; }
   // The parameter with this timm name; the error lists the valid names' pattern.
   Parameter& parameter(const std::string& name) const;
@@ -33,6 +35,15 @@ class VisionTransformer {
   // std 0.02, cls_token normal with std 1e-6, biases 0, LayerNorms 1 and 0. Counter-based:
   // parameter i draws from stream i of `seed`.
   void init_weights(uint64_t seed);
+  // Attaches a LoRA adapter to the targeted linear layers of every block (A drawn from
+  // options.seed, stream 2^21 + 4 * block + target) and sets the freeze states for
+  // LoRA finetuning: the adapters and the head train, every other parameter is frozen.
+  void add_lora(const LoraOptions& options);
+  // Folds every adapter into its weight and removes it: a plain ViT again, with the
+  // same function (up to float rounding). The other freeze states are kept.
+  void merge_lora();
+  bool has_lora() const;
+
   // A fresh head for `num_classes` classes (truncated normal std 0.02, zero bias), as
   // finetuning on a new task starts; num_classes 0 removes the head.
   void reset_head(int num_classes, uint64_t seed);
