@@ -8,6 +8,9 @@ void add_trace_command(CLI::App& app);
 void add_pretrain_command(CLI::App& app);
 void add_finetune_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
+void add_anchor_command(CLI::App& app);
+void add_select_command(CLI::App& app);
+void add_compare_masks_command(CLI::App& app);
 
 void register_commands(CLI::App& app) {
   add_info_command(app);
@@ -15,6 +18,9 @@ void register_commands(CLI::App& app) {
   add_pretrain_command(app);
   add_finetune_command(app);
   add_eval_command(app);
+  add_anchor_command(app);
+  add_select_command(app);
+  add_compare_masks_command(app);
 }
 
 }  // namespace vitune::cli
