@@ -15,6 +15,31 @@ int64_t trainable_parameter_count(const nn::VisionTransformer& model) {
   return count;
 }
 
+StepTimer::StepTimer(const nn::TrainConfig& config, bool evaluating)
+    : eval_every_(config.eval_every),
+      checkpoint_every_(config.checkpoint_every),
+      evaluating_(evaluating),
+      checkpointing_(!config.checkpoint_path.empty()),
+      last_(std::chrono::steady_clock::now()) {}
+
+bool StepTimer::extra_work_after(int64_t step) const {
+  bool evaluated = evaluating_ && eval_every_ > 0 && step % eval_every_ == 0;
+  bool checkpointed = checkpointing_ && checkpoint_every_ > 0 && step % checkpoint_every_ == 0;
+  return evaluated || checkpointed;
+}
+
+void StepTimer::step_done(int64_t step) {
+  auto now = std::chrono::steady_clock::now();
+  if (last_step_ < 0 || !extra_work_after(last_step_)) {
+    total_seconds_ += std::chrono::duration<double>(now - last_).count();
+    ++timed_;
+  }
+  last_ = now;
+  last_step_ = step;
+}
+
+double StepTimer::mean_seconds() const { return timed_ > 0 ? total_seconds_ / double(timed_) : 0.0; }
+
 void train_and_report(const std::string& command, nn::VisionTransformer& model, const RunOptions& options,
                       nlohmann::ordered_json results) {
   const OutputOptions& out = options.output;
@@ -25,23 +50,30 @@ void train_and_report(const std::string& command, nn::VisionTransformer& model, 
   nn::TrainConfig config = options.optim.train_config(train.loader->batches_per_epoch());
   config.checkpoint_path = out.checkpoint;
   config.log_path = out.log;
+  const int64_t trainable = trainable_parameter_count(model);
+  const int64_t total = model.parameter_count();
 
   reset_peak_memory(Device::cpu());
   nn::Trainer trainer(model, config, *train.loader);
   if (out.resume) trainer.resume(out.checkpoint);
   const int64_t first_step = trainer.step();
   Progress progress(command, config.steps, "step", std::max<int64_t>(1, config.steps / 20));
+  StepTimer step_timer(config, eval.loader != nullptr);
   char note[96];
   nn::EvalResult last = trainer.run(
       [&](const nn::StepReport& r) {
+        step_timer.step_done(r.step);
         std::snprintf(note, sizeof note, "loss %.4f, lr %.2e", r.loss, r.lr);
         progress.update(r.step, note);
       },
       eval.loader.get());
   progress.finish(note);
+  const int64_t peak_bytes = memory_stats(Device::cpu()).peak_bytes;
   double seconds = progress.seconds();
   double images_per_second = double((config.steps - first_step) * options.data.batch_size) / seconds;
 
+  const bool merge_lora = model.has_lora();
+  if (merge_lora) model.merge_lora();
   nn::save_vit(out.model_out, model, {{"data", train.canonical_spec}});
   results["config"] = nlohmann::ordered_json::parse(model.config().to_json());
   results["data"] = train.canonical_spec;
@@ -52,11 +84,15 @@ void train_and_report(const std::string& command, nn::VisionTransformer& model, 
   results["optimizer"] = options.optim.optimizer;
   results["lr"] = options.optim.lr;
   results["schedule"] = options.optim.schedule;
-  results["trainable_parameters"] = trainable_parameter_count(model);
-  results["total_parameters"] = model.parameter_count();
+  results["trainable_parameters"] = trainable;
+  results["total_parameters"] = total;
+  results["peak_memory_bytes"] = peak_bytes;
+  results["mean_step_seconds"] = step_timer.mean_seconds();
+  results["timed_steps"] = step_timer.timed_steps();
   results["skipped_images"] = train.loader->skipped_images();
   results["images_per_second"] = images_per_second;
   results["model"] = out.model_out;
+  if (merge_lora) results["lora_merged"] = true;
   if (eval.loader) {
     results["eval_data"] = eval.canonical_spec;
     results["eval"] = eval_json(last);
@@ -64,9 +100,13 @@ void train_and_report(const std::string& command, nn::VisionTransformer& model, 
                 100 * last.top5, (long long)last.examples, eval.canonical_spec.c_str());
   }
   write_results(out.results, results, seconds);
-  std::printf("%s: %lld steps in %.1f s (%.0f images/s), peak memory %.1f MiB; model written to %s\n",
-              command.c_str(), (long long)(config.steps - first_step), seconds, images_per_second,
-              double(memory_stats(Device::cpu()).peak_bytes) / (1 << 20), out.model_out.c_str());
+  std::printf("%s: %lld of %lld parameters trainable (%.3f%%), peak memory %.1f MiB, mean step %.4f s\n",
+              command.c_str(), (long long)trainable, (long long)total,
+              100.0 * double(trainable) / double(std::max<int64_t>(1, total)), double(peak_bytes) / (1 << 20),
+              step_timer.mean_seconds());
+  std::printf("%s: %lld steps in %.1f s (%.0f images/s); model written to %s%s\n", command.c_str(),
+              (long long)(config.steps - first_step), seconds, images_per_second, out.model_out.c_str(),
+              merge_lora ? " (LoRA merged into the weights)" : "");
 }
 
 }  // namespace vitune::cli

@@ -1,7 +1,10 @@
 // One training run from the command line, shared by pretrain and finetune: opens the
-// data, trains with a progress bar, evaluates, saves the model and writes the results.
+// data, trains with a progress bar, evaluates, saves the model (LoRA adapters merged
+// into the weights first) and writes the results, with what lets runs of different
+// methods compare side by side: trainable parameters, peak memory and mean step time.
 #pragma once
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -21,5 +24,28 @@ void train_and_report(const std::string& command, nn::VisionTransformer& model, 
                       nlohmann::ordered_json results);
 
 int64_t trainable_parameter_count(const nn::VisionTransformer& model);
+
+// Mean seconds per optimizer step: the intervals between consecutive step ends (the
+// first from the start of training), leaving out each interval that also held an
+// evaluation or a checkpoint write, so the figure is training work alone.
+class StepTimer {
+ public:
+  StepTimer(const nn::TrainConfig& config, bool evaluating);
+  // Called when `step` steps are done.
+  void step_done(int64_t step);
+  double mean_seconds() const;  // 0 when no interval was timed
+  int64_t timed_steps() const { return timed_; }
+
+ private:
+  // Whether the trainer evaluates or writes a checkpoint after step `step`.
+  bool extra_work_after(int64_t step) const;
+
+  int64_t eval_every_, checkpoint_every_;
+  bool evaluating_, checkpointing_;
+  std::chrono::steady_clock::time_point last_;
+  double total_seconds_ = 0;
+  int64_t timed_ = 0;
+  int64_t last_step_ = -1;
+};
 
 }  // namespace vitune::cli
