@@ -12,6 +12,7 @@ void add_anchor_command(CLI::App& app);
 void add_select_command(CLI::App& app);
 void add_compare_masks_command(CLI::App& app);
 void add_delta_command(CLI::App& app);
+void add_plasticity_command(CLI::App& app);
 
 void register_commands(CLI::App& app) {
   add_info_command(app);
@@ -23,6 +24,7 @@ void register_commands(CLI::App& app) {
   add_select_command(app);
   add_compare_masks_command(app);
   add_delta_command(app);
+  add_plasticity_command(app);
 }
 
 }  // namespace vitune::cli
