@@ -1,0 +1,187 @@
+// `vitune sweep`: component-wise finetuning sweeps. `plan` writes the grid and every
+// run's finetune command to a plan file; `run` runs one shard of it, each run a child
+// vitune process, skipping finished runs; `report` aggregates the finished runs into
+// tables, statistics and charts.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "cli/child_process.h"
+#include "cli/commands.h"
+#include "cli/plots.h"
+#include "engine/atomic_file.h"
+#include "engine/error.h"
+#include "peft/sweep_plan.h"
+#include "peft/sweep_report.h"
+
+namespace vitune::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct PlanOptions {
+  peft::SweepGrid grid;
+  peft::SweepSettings settings;
+  std::string out;
+};
+
+// Extra arguments go to finetune unchanged; each flag among them must be one of its flags.
+void check_extra_args(const std::vector<std::string>& extras, const CLI::App& finetune) {
+  for (const std::string& arg : extras) {
+    if (arg.rfind("--", 0) != 0) continue;
+    const std::string flag = arg.substr(0, arg.find('='));
+    VITUNE_CHECK(finetune.get_option_no_throw(flag) != nullptr, "sweep plan: '", flag,
+                 "' is neither a sweep plan flag nor a finetune flag");
+  }
+}
+
+void write_plan(const PlanOptions& options) {
+  const peft::SweepPlan plan = peft::make_sweep_plan(options.grid, options.settings, options.out);
+  const std::string path = (fs::path(options.out) / "plan.json").string();
+  const std::string text = peft::sweep_plan_json(plan).dump(2) + "\n";
+  if (fs::exists(path)) {
+    std::ifstream in(path);
+    const std::string existing((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    VITUNE_CHECK(existing == text, path, " already holds a different plan, and the finished runs under ",
+                 (fs::path(options.out) / "runs").string(),
+                 " belong to it; plan into another folder (or remove this one) to start a new sweep");
+  }
+  fs::create_directories(fs::path(options.out) / "runs");
+  write_file_atomically(path, text);
+  std::printf("sweep plan: %zu runs (%zu components x %zu optimizers x %zu learning rates x %zu seeds) in %s\n",
+              plan.runs.size(), plan.grid.components.size(), plan.grid.optimizers.size(), plan.grid.lrs.size(),
+              plan.grid.seeds.size(), path.c_str());
+  std::printf("run it with `vitune sweep run --plan %s --shard i/n` for i = 0 .. n-1, one shard per core or job\n",
+              path.c_str());
+}
+
+void run_shard(const std::string& plan_path, const std::string& shard_text) {
+  const peft::SweepPlan plan = peft::load_sweep_plan(plan_path);
+  const auto [shard, shards] = peft::parse_shard(shard_text);
+  const std::vector<size_t> mine = peft::shard_run_indices(plan.runs.size(), shard, shards);
+  std::printf("sweep run: shard %d/%d, %zu of the plan's %zu runs\n", shard, shards, mine.size(), plan.runs.size());
+  std::fflush(stdout);
+  size_t skipped = 0, succeeded = 0;
+  std::vector<std::string> failed;
+  for (size_t k = 0; k < mine.size(); ++k) {
+    const peft::SweepRun& run = plan.runs[mine[k]];
+    const std::string name = cat("[", k + 1, "/", mine.size(), "] ", run.id);
+    if (peft::run_finished(run)) {
+      std::printf("%s: finished earlier, skipped\n", name.c_str());
+      std::fflush(stdout);
+      ++skipped;
+      continue;
+    }
+    std::printf("%s: started\n", name.c_str());
+    std::fflush(stdout);
+    const auto start = std::chrono::steady_clock::now();
+    fs::create_directories(fs::path(run.output).parent_path());
+    const int status = wait_for(start_vitune(run.args, run.id, run.output));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::string outcome;
+    if (status == 0 && peft::run_finished(run)) {
+      try {
+        char accuracy[32];
+        std::snprintf(accuracy, sizeof accuracy, "top-1 %.2f%%", 100 * peft::read_run_accuracy(run.results));
+        outcome = accuracy;
+        ++succeeded;
+      } catch (const Error& e) {
+        outcome = cat("FAILED: ", e.what());
+        failed.push_back(run.id);
+      }
+    } else {
+      outcome = status == 0 ? cat("FAILED: it wrote no results file ", run.results)
+                            : cat("FAILED with exit status ", status);
+      failed.push_back(run.id);
+    }
+    std::printf("%s: %s in %.0f s (output in %s)\n", name.c_str(), outcome.c_str(), seconds, run.output.c_str());
+    std::fflush(stdout);
+  }
+  std::printf("sweep run: shard %d/%d done: %zu ran, %zu skipped, %zu failed\n", shard, shards, succeeded, skipped,
+              failed.size());
+  if (!failed.empty()) {
+    std::string ids;
+    for (const std::string& id : failed) ids += (ids.empty() ? "" : ", ") + id;
+    throw Error(cat("sweep run: ", failed.size(), " of ", mine.size(), " runs of shard ", shard, "/", shards,
+                    " failed (", ids, "); their .out files say why, and running the shard again retries them"));
+  }
+}
+
+void write_report(const std::string& plan_path, std::string out) {
+  const peft::SweepPlan plan = peft::load_sweep_plan(plan_path);
+  if (out.empty()) out = (fs::path(plan.dir) / "report").string();
+  const peft::SweepReport report = peft::build_sweep_report(plan);
+  fs::create_directories(out);
+  write_file_atomically((fs::path(out) / "report.json").string(), peft::sweep_report_json(report).dump(2) + "\n");
+  write_file_atomically((fs::path(out) / "report.md").string(), peft::sweep_report_markdown(report));
+  const std::vector<std::string> charts = write_sweep_charts(report, out);
+  std::printf("sweep report: %zu of %zu runs finished; report.json, report.md and %zu charts in %s\n",
+              report.finished, report.planned, charts.size(), out.c_str());
+}
+
+void add_plan_command(CLI::App& sweep, const CLI::App& app) {
+  auto options = std::make_shared<PlanOptions>();
+  CLI::App* plan = sweep.add_subcommand(
+      "plan", "Write the sweep's plan: every run of components x optimizers x learning rates x seeds; further "
+              "arguments are passed to every finetune");
+  peft::SweepSettings& s = options->settings;
+  peft::SweepGrid& g = options->grid;
+  plan->add_option("--model", s.model, "Pretrained checkpoint to finetune")->required();
+  plan->add_option("--data", s.data, "Training data spec")->required();
+  plan->add_option("--eval-data", s.eval_data, "Evaluation data spec; the report compares its top-1")->required();
+  plan->add_option("--out", options->out, "The sweep's folder: plan.json, runs/ and report/")->required();
+  plan->add_option("--components", g.components, "Comma list of ln1, mha, ln2, fc1, fc2, emb, all, head")
+      ->delimiter(',')
+      ->capture_default_str();
+  plan->add_option("--optimizers", g.optimizers, "Comma list of sgd, adamw")->delimiter(',')->capture_default_str();
+  plan->add_option("--lrs", g.lrs, "Comma list of learning rates (SGD's; AdamW uses each times --adamw-lr-factor)")
+      ->delimiter(',')
+      ->capture_default_str();
+  plan->add_option("--seeds", g.seeds, "Comma list of seeds")->delimiter(',')->capture_default_str();
+  plan->add_option("--adamw-lr-factor", g.adamw_lr_factor, "AdamW learning rate = lr x this")->capture_default_str();
+  plan->add_option("--steps", s.steps, "Optimizer steps per run (overrides --epochs)")->capture_default_str();
+  plan->add_option("--epochs", s.epochs, "Epochs per run when --steps is 0")->capture_default_str();
+  plan->add_option("--warmup-steps", s.warmup_steps, "Linear warmup steps of the cosine schedule")
+      ->capture_default_str();
+  plan->add_option("--batch-size", s.batch_size, "Training batch size")->capture_default_str();
+  plan->add_option("--clip", s.clip_norm, "Gradient clipping to this global norm (0: off)")->capture_default_str();
+  plan->add_option("--momentum", s.momentum, "SGD momentum")->capture_default_str();
+  plan->add_option("--weight-decay", s.weight_decay, "Weight decay of both optimizers")->capture_default_str();
+  plan->add_option("--schedule", s.schedule, "Learning-rate schedule")->capture_default_str();
+  plan->add_option("--log-every", s.log_every, "Steps between log lines (the report's curves)")->capture_default_str();
+  plan->add_option("--threads-per-run", s.threads_per_run, "Worker threads of each finetune")->capture_default_str();
+  plan->allow_extras();
+  plan->callback([options, plan, &app] {
+    options->settings.extra_args = plan->remaining();
+    check_extra_args(options->settings.extra_args, *app.get_subcommand("finetune"));
+    write_plan(*options);
+  });
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& app) {
+  CLI::App* sweep = app.add_subcommand("sweep", "Component-wise finetuning sweeps: plan, run (in shards), report");
+  sweep->require_subcommand(1);
+  add_plan_command(*sweep, app);
+
+  auto plan_path = std::make_shared<std::string>();
+  auto shard = std::make_shared<std::string>("0/1");
+  CLI::App* run = sweep->add_subcommand(
+      "run", "Run shard i of n of a plan (the runs with index % n == i), one after the other; finished runs are "
+             "skipped");
+  run->add_option("--plan", *plan_path, "The plan.json that `sweep plan` wrote")->required();
+  run->add_option("--shard", *shard, "i/n")->capture_default_str();
+  run->callback([plan_path, shard] { run_shard(*plan_path, *shard); });
+
+  auto report_plan = std::make_shared<std::string>();
+  auto report_out = std::make_shared<std::string>();
+  CLI::App* report = sweep->add_subcommand("report", "Tables, statistics and charts of the finished runs of a plan");
+  report->add_option("--plan", *report_plan, "The plan.json that `sweep plan` wrote")->required();
+  report->add_option("--out", *report_out, "Folder for report.json, report.md and the charts (default: <sweep>/report)");
+  report->callback([report_plan, report_out] { write_report(*report_plan, *report_out); });
+}
+
+}  // namespace vitune::cli
