@@ -1,0 +1,74 @@
+// `vitune demo` on a tiny budget: every step runs, the table holds the eight methods
+// with what they promise (accuracies, the trainable counts of each method, selection
+// cost for the two sparse ones, equal budgets for GD-FPS and GPS), the charts are
+// written, and a failing step stops the demo naming the step and its log.
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+#include "test_util.h"
+
+namespace vitune::testing {
+namespace {
+
+bool fashion_mnist_installed() {
+  return std::ifstream("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz").good();
+}
+
+const std::string kModel = std::string(VITUNE_TEST_DATA_DIR) + "/../../models/fmnist_c0-4_vit.safetensors";
+
+std::string demo_flags(const std::string& out) {
+  return " --out " + out +
+         " --steps 2 --batch-size 8 --anchor-images 40 --plasticity-images 8"
+         " --pretrain-data \"fashion-mnist:train?classes=0-4&per_class=8\""
+         " --data \"fashion-mnist:train?classes=5-9&per_class=8\""
+         " --eval-data \"fashion-mnist:test?classes=5-9&per_class=4\"";
+}
+
+TEST(DemoCommand, RunsEveryStepAndWritesTheTableAndCharts) {
+  if (!fashion_mnist_installed()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string out = ::testing::TempDir() + "/demo_smoke";
+  std::filesystem::remove_all(out);
+  CliResult demo = run_vitune("demo --model " + kModel + demo_flags(out));
+  ASSERT_EQ(demo.status, 0) << demo.output;
+  EXPECT_NE(demo.output.find("| GD-FPS sparse |"), std::string::npos) << demo.output;
+
+  std::ifstream in(out + "/demo.json");
+  const nlohmann::json summary = nlohmann::json::parse(in);
+  const nlohmann::json& rows = summary["methods"];
+  ASSERT_EQ(rows.size(), 8u);
+  std::map<std::string, nlohmann::json> by_id;
+  for (const nlohmann::json& row : rows) {
+    const double top1 = row["top1"];
+    EXPECT_GE(top1, 0.0);
+    EXPECT_LE(top1, 1.0);
+    EXPECT_GT(row["step_seconds"].get<double>(), 0.0);
+    EXPECT_GT(row["peak_bytes"].get<double>(), 0.0);
+    by_id[row["method"]] = row;
+  }
+  EXPECT_EQ(by_id["linear_probe"]["trainable_parameters"], 645);  // head: 5 x 128 + 5
+  EXPECT_EQ(by_id["full"]["trainable_parameters"], 802693);
+  EXPECT_EQ(by_id["gdfps"]["trainable_parameters"], by_id["gps"]["trainable_parameters"]);
+  EXPECT_LT(by_id["gdfps"]["trainable_parameters"].get<double>(), 0.05 * 802693);
+  for (const char* id : {"gdfps", "gps"}) {
+    EXPECT_GT(by_id[id]["selection_seconds"].get<double>(), 0.0) << id;
+    EXPECT_GT(by_id[id]["selection_peak_bytes"].get<double>(), 0.0) << id;
+  }
+  for (const char* file : {"demo.md", "plasticity.json", "plasticity.svg", "accuracy.svg", "loss.svg"}) {
+    EXPECT_TRUE(std::filesystem::exists(out + "/" + file)) << file;
+  }
+}
+
+TEST(DemoCommand, AFailingStepStopsItNamingTheStepAndItsLog) {
+  const std::string out = ::testing::TempDir() + "/demo_failing";
+  std::filesystem::remove_all(out);
+  CliResult demo = run_vitune("demo --model " + out + "/missing.safetensors" + demo_flags(out));
+  EXPECT_NE(demo.status, 0);
+  EXPECT_NE(demo.output.find("failed"), std::string::npos) << demo.output;
+  EXPECT_NE(demo.output.find(out + "/logs/"), std::string::npos) << demo.output;
+  EXPECT_FALSE(std::filesystem::exists(out + "/demo.json"));
+}
+
+}  // namespace
+}  // namespace vitune::testing
