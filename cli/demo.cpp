@@ -91,7 +91,7 @@ void run_demo(const DemoOptions& o) {
   run_steps({{"plasticity",
               {"plasticity", "--model", o.model, "--data", o.train_data, "--images",
                std::to_string(o.plasticity_images), "--out", o.out + "/plasticity.json", "--csv",
-               o.out + "/plasticity.csv"}},
+               o.out + "/plasticity.csv", "--svg", o.out + "/plasticity.svg"}},
              {"anchor",
               {"anchor", "--model", o.model, "--data", o.pretrain_data, "--images", std::to_string(o.anchor_images),
                "--out", sel + "anchor.safetensors"}}},

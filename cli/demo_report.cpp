@@ -7,7 +7,6 @@
 #include <sstream>
 #include <vector>
 
-#include "cli/plots.h"
 #include "cli/svg_chart.h"
 #include "engine/atomic_file.h"
 #include "engine/error.h"
@@ -148,7 +147,6 @@ void write_demo_report(const std::string& folder, double seconds) {
   const std::string plasticity_path = folder + "/plasticity.json";
   const ordered_json plasticity = read_json(plasticity_path);
   md << "\n" << plasticity_table(plasticity, plasticity_path);
-  write_plasticity_svg(plasticity, folder + "/plasticity.svg");
 
   BarChart accuracy;
   accuracy.title = "Test accuracy of each finetuning method";

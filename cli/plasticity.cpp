@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_options.h"
+#include "cli/plots.h"
 #include "cli/progress.h"
 #include "data/dataset_spec.h"
 #include "data/loader.h"
@@ -31,6 +32,7 @@ struct PlasticityCommandOptions {
   std::string reference_data;
   std::string out;
   std::string csv;
+  std::string svg;
   std::string protocol = "paper";
   int64_t images = 256;
   int64_t batch_size = 64;
@@ -238,14 +240,18 @@ void run_plasticity(const PlasticityCommandOptions& options) {
   if (skipped > 0)
     std::printf("\nnote: up to %lld pairs per layer had identical inputs and were left out (skipped_pairs)\n",
                 (long long)skipped);
-  write_file_atomically(options.out, report_json(report, options, downstream.canonical_spec,
-                                                 reference ? reference_source.canonical_spec : "", seconds)
-                                             .dump(2) +
-                                         "\n");
+  const nlohmann::ordered_json json =
+      report_json(report, options, downstream.canonical_spec, reference ? reference_source.canonical_spec : "",
+                  seconds);
+  write_file_atomically(options.out, json.dump(2) + "\n");
   std::printf("\nwrote %s", options.out.c_str());
   if (!options.csv.empty()) {
     write_file_atomically(options.csv, report_csv(report));
-    std::printf(" and %s", options.csv.c_str());
+    std::printf(", %s", options.csv.c_str());
+  }
+  if (!options.svg.empty()) {
+    write_plasticity_svg(nlohmann::json::parse(json.dump()), options.svg);
+    std::printf(", %s", options.svg.c_str());
   }
   std::printf("\n");
 }
@@ -261,6 +267,7 @@ void add_plasticity_command(CLI::App& app) {
   command->add_option("--data", options->data, "Images to measure on: a dataset spec (see the README)")->required();
   command->add_option("--out", options->out, "Write the results JSON here")->required();
   command->add_option("--csv", options->csv, "Also write a CSV: one row per block and component");
+  command->add_option("--svg", options->svg, "Also write a chart: plasticity per component against the block");
   command->add_option("--protocol", options->protocol,
                       "paper (each component on its own input, pairs within a batch) or reference (the paper's "
                       "code: components on the embedding output, pairs with --reference-data)");

@@ -37,11 +37,16 @@ std::vector<std::string> read_lines(const std::string& path) {
   return lines;
 }
 
-TEST(PlasticityCommand, PaperProtocolWritesJsonAndCsv) {
+TEST(PlasticityCommand, PaperProtocolWritesJsonCsvAndChart) {
   if (!fashion_mnist_installed()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   CliResult run = run_vitune(base_command() + " --images 12 --batch-size 6 --out " + temp("paper.json") + " --csv " +
-                             temp("paper.csv"));
+                             temp("paper.csv") + " --svg " + temp("paper.svg"));
   ASSERT_EQ(run.status, 0) << run.output;
+  std::string chart;
+  for (const std::string& line : read_lines(temp("paper.svg"))) chart += line + "\n";
+  EXPECT_NE(chart.find("<svg"), std::string::npos);
+  EXPECT_NE(chart.find("</svg>"), std::string::npos);
+  EXPECT_NE(chart.find(">mha<"), std::string::npos);  // the legend names the components
   EXPECT_NE(run.output.find("mean +- std"), std::string::npos) << run.output;
   nlohmann::json result = read_json(temp("paper.json"));
   EXPECT_EQ(result["protocol"], "paper");
