@@ -46,15 +46,43 @@ ChildProcess start_vitune(const std::vector<std::string>& args, const std::strin
   return child;
 }
 
-int wait_for(const ChildProcess& child) {
-  int status = 0;
-  pid_t got;
-  do {
-    got = ::waitpid(child.pid, &status, 0);
-  } while (got < 0 && errno == EINTR);
-  VITUNE_CHECK(got == child.pid, "waiting for ", child.name, " failed: ", std::strerror(errno));
+namespace {
+
+int exit_code(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+}
+
+// waitpid, retried when a signal interrupts it.
+pid_t wait_pid(pid_t pid, int& status) {
+  pid_t got;
+  do {
+    got = ::waitpid(pid, &status, 0);
+  } while (got < 0 && errno == EINTR);
+  return got;
+}
+
+}  // namespace
+
+int wait_for(const ChildProcess& child) {
+  int status = 0;
+  VITUNE_CHECK(wait_pid(child.pid, status) == child.pid, "waiting for ", child.name, " failed: ", std::strerror(errno));
+  return exit_code(status);
+}
+
+std::pair<ChildProcess, int> wait_for_any(std::vector<ChildProcess>& running) {
+  VITUNE_CHECK(!running.empty(), "wait_for_any: no child is running");
+  for (;;) {
+    int status = 0;
+    const pid_t got = wait_pid(-1, status);
+    VITUNE_CHECK(got > 0, "waiting for ", running.front().name, " failed: ", std::strerror(errno));
+    for (size_t i = 0; i < running.size(); ++i) {
+      if (running[i].pid != got) continue;
+      ChildProcess child = running[i];
+      running.erase(running.begin() + long(i));
+      return {child, exit_code(status)};
+    }
+  }
 }
 
 std::string command_line(const std::vector<std::string>& args) {

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace vitune::cli {
@@ -20,6 +21,10 @@ ChildProcess start_vitune(const std::vector<std::string>& args, const std::strin
 
 // Waits for the child; returns its exit status, or 128 + the signal that ended it.
 int wait_for(const ChildProcess& child);
+
+// Waits for whichever of `running` ends first, removes it from the list and returns it
+// with its status (as wait_for). `running` must not be empty.
+std::pair<ChildProcess, int> wait_for_any(std::vector<ChildProcess>& running);
 
 // The command line as one shell-quoted string, for logs and error messages.
 std::string command_line(const std::vector<std::string>& args);

@@ -4,6 +4,8 @@
 // MHA-only, FC-only, GD-FPS sparse, GPS sparse and LoRA; one table and SVG charts.
 // Every step is an ordinary vitune command run as a child process (its command line and
 // output kept in the output folder), up to --jobs of them side by side, one thread each.
+#include <signal.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -43,15 +45,18 @@ struct Step {
 };
 
 // Runs the steps, up to `jobs` at a time, each with one compute thread (or all of them
-// when it runs alone); stops at the first failure, naming the step and its log.
+// when it runs alone); at the first failure, stops the others and throws, naming the
+// step and its log.
 void run_steps(const std::vector<Step>& steps, const DemoOptions& options) {
   std::vector<ChildProcess> running;
   auto finish_one = [&] {
-    ChildProcess child = running.front();
-    running.erase(running.begin());
-    int status = wait_for(child);
-    VITUNE_CHECK(status == 0, "demo: step '", child.name, "' failed with status ", status, "; its output is in ",
-                 child.log_path);
+    auto [child, status] = wait_for_any(running);
+    if (status != 0) {
+      for (const ChildProcess& other : running) ::kill(other.pid, SIGTERM);
+      for (const ChildProcess& other : running) wait_for(other);
+      throw Error(cat("demo: step '", child.name, "' failed with status ", status, "; its output is in ",
+                      child.log_path));
+    }
     std::printf("demo: %s done\n", child.name.c_str());
     std::fflush(stdout);
   };
