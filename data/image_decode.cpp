@@ -15,17 +15,98 @@
 
 namespace vitune::data {
 
+namespace {
+
+// The largest image decoded: 32768 pixels a side and 2^26 pixels (8192 x 8192) in all,
+// 192 MiB of RGB (stb_image's GIF reader needs about 9 bytes a pixel). A header that
+// claims more is refused before anything is allocated for it.
+constexpr int kMaxImageSide = 32768;
+constexpr int64_t kMaxImagePixels = int64_t(1) << 26;
+
+// The stb_image of Debian 12 (2022-09) does not check that a JPEG Huffman table (a DHT
+// segment record: a class/id byte, 16 code counts, then the codes) lists at most 256
+// codes, and writes past its tables when one lists more. Such files are refused here,
+// before stb_image reads them; records are followed the way stb_image reads them.
+void refuse_oversized_jpeg_huffman_tables(const std::vector<uint8_t>& bytes, const std::string& path) {
+  // A JPEG starts with the marker SOI: 0xFF (any number of them, as fill) and 0xD8.
+  size_t position = 0;
+  while (position < bytes.size() && bytes[position] == 0xFF) ++position;
+  if (position == 0 || position == bytes.size() || bytes[position] != 0xD8) return;
+  ++position;
+  auto byte_at = [&](size_t i) -> size_t { return i < bytes.size() ? bytes[i] : 0; };
+  while (position + 4 <= bytes.size()) {
+    const uint8_t marker = bytes[position + 1];
+    if (bytes[position] != 0xFF || marker == 0xFF) {  // entropy-coded data, or a fill byte
+      ++position;
+      continue;
+    }
+    if (marker == 0x00 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD9)) {  // no length field
+      position += 2;
+      continue;
+    }
+    const size_t length = byte_at(position + 2) << 8 | byte_at(position + 3);
+    if (marker == 0xC4) {
+      const size_t end = position + 2 + length;
+      for (size_t record = position + 4; record < end;) {
+        size_t codes = 0;
+        for (size_t i = 1; i <= 16; ++i) codes += byte_at(record + i);
+        if (codes > 256) {
+          throw BadImageError(cat("image file ", path, ": corrupt JPEG: a Huffman table lists ", codes,
+                                  " codes, more than 256"));
+        }
+        record += 17 + codes;
+      }
+    }
+    position += 2 + length;
+  }
+}
+
+// The same stb_image reads the width, height and maximum value of a binary PNM (P5,
+// P6) header into an int without an overflow check. A number of more than 9 digits
+// is refused here; whitespace and comments are skipped the way stb_image skips them.
+void refuse_overflowing_pnm_header(const std::vector<uint8_t>& bytes, const std::string& path) {
+  if (bytes.size() < 2 || bytes[0] != 'P' || (bytes[1] != '5' && bytes[1] != '6')) return;
+  auto is_space = [](uint8_t c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
+  size_t position = 2;
+  for (const char* field : {"width", "height", "maximum value"}) {
+    while (position < bytes.size()) {
+      if (is_space(bytes[position])) {
+        ++position;
+      } else if (bytes[position] == '#') {
+        while (position < bytes.size() && bytes[position] != '\n' && bytes[position] != '\r') ++position;
+      } else {
+        break;
+      }
+    }
+    size_t digits = 0;
+    for (; position < bytes.size() && bytes[position] >= '0' && bytes[position] <= '9'; ++position) ++digits;
+    if (digits > 9) {
+      throw BadImageError(cat("image file ", path, ": corrupt PNM header: its ", field, " has ", digits,
+                              " digits, more than 9"));
+    }
+  }
+}
+
+}  // namespace
+
 Image decode_image(const std::vector<uint8_t>& bytes, const std::string& path) {
   if (bytes.empty()) throw BadImageError(cat("image file ", path, ": the file is empty"));
   if (bytes.size() > size_t(INT_MAX)) {
     throw BadImageError(cat("image file ", path, ": ", bytes.size(), " bytes is too large"));
   }
+  refuse_oversized_jpeg_huffman_tables(bytes, path);
+  refuse_overflowing_pnm_header(bytes, path);
   const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
   const int length = int(bytes.size());
   int width = 0, height = 0, file_channels = 0;
   if (!stbi_info_from_memory(data, length, &width, &height, &file_channels)) {
     throw BadImageError(
         cat("image file ", path, ": not a readable image (", stbi_failure_reason(), ")"));
+  }
+  if (width <= 0 || height <= 0 || width > kMaxImageSide || height > kMaxImageSide ||
+      int64_t(width) * height > kMaxImagePixels) {
+    throw BadImageError(cat("image file ", path, ": ", width, "x", height, " pixels is larger than the limit of ",
+                            kMaxImageSide, " a side and ", kMaxImagePixels, " pixels in all"));
   }
   const int channels = file_channels <= 2 ? 1 : 3;
   std::unique_ptr<stbi_uc, void (*)(void*)> pixels(

@@ -11,7 +11,8 @@
 
 namespace vitune::data {
 
-// Decodes `bytes`, which came from `path` (named in errors). Throws BadImageError.
+// Decodes `bytes`, which came from `path` (named in errors). Throws BadImageError,
+// also for an image larger than 32768 pixels a side or 2^26 pixels in all.
 Image decode_image(const std::vector<uint8_t>& bytes, const std::string& path);
 
 // Reads and decodes the file at `path`. Throws BadImageError naming the file when it

@@ -2,8 +2,12 @@
 // CUDA memory will be accounted through the same counters by the CUDA backend.
 #include "engine/allocator.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdlib>
+#include <algorithm>
+#include <string>
 #include <map>
 #include <mutex>
 
@@ -95,6 +99,28 @@ class HostCache {
   size_t limit_ = 0;
 };
 
+// The default host limit: VITUNE_MAX_HOST_MB when set (a positive integer of MiB),
+// else the physical memory.
+size_t default_host_memory_limit() {
+  if (const char* env = std::getenv("VITUNE_MAX_HOST_MB")) {
+    char* end = nullptr;
+    const unsigned long long megabytes = std::strtoull(env, &end, 10);
+    VITUNE_CHECK(*env != '\0' && *end == '\0' && megabytes > 0 && megabytes < (1ull << 40),
+                 "VITUNE_MAX_HOST_MB=", env, ": expected a positive whole number of MiB");
+    return size_t(megabytes) << 20;
+  }
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return size_t(1) << 50;  // unknown: only the overflow guard
+  return size_t(pages) * size_t(page_size);
+}
+
+std::atomic<size_t>& host_limit_override() {
+  static std::atomic<size_t> bytes{0};
+  return bytes;
+}
+
+std::string mib(size_t bytes) { return cat(double(bytes) / double(1 << 20), " MiB"); }
+
 // Never destroyed: tensors released during static destruction still find it.
 HostCache& host_cache() {
   static HostCache* cache = new HostCache;
@@ -105,6 +131,15 @@ HostCache& host_cache() {
 
 void* allocate(Device device, size_t bytes) {
   VITUNE_CHECK(device.is_cpu(), "allocation on ", device.str(), ": this build has no CUDA backend");
+  const size_t limit = host_memory_limit();
+  const size_t held = size_t(std::max<int64_t>(counters(device).current.load(), 0));
+  if (bytes > limit || held > limit - bytes) {
+    const char* source = host_limit_override().load() != 0         ? ""
+                         : std::getenv("VITUNE_MAX_HOST_MB") != nullptr ? " (VITUNE_MAX_HOST_MB)"
+                                                                        : " (physical memory; VITUNE_MAX_HOST_MB sets another)";
+    throw Error(cat("cannot allocate ", bytes, " bytes (", mib(bytes), ") of host memory: tensors already hold ",
+                    mib(held), " and the limit is ", mib(limit), source));
+  }
   size_t rounded = rounded_size(bytes);
   void* pointer = host_cache().take(rounded);
   if (pointer == nullptr) pointer = std::aligned_alloc(kAlignment, rounded);
@@ -137,5 +172,14 @@ void reset_peak_memory(Device device) {
 }
 
 void release_cached_memory() { host_cache().release(); }
+
+size_t host_memory_limit() {
+  const size_t override_bytes = host_limit_override().load();
+  if (override_bytes != 0) return override_bytes;
+  static const size_t default_bytes = default_host_memory_limit();
+  return default_bytes;
+}
+
+void set_host_memory_limit(size_t bytes) { host_limit_override().store(bytes); }
 
 }  // namespace vitune

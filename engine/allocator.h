@@ -8,6 +8,10 @@
 // fresh block from the operating system costs a page fault per 4 KiB on first touch.
 // Cached bytes are not "current"; they are reported apart and capped (default 2 GiB,
 // or VITUNE_HOST_CACHE_MB).
+//
+// Host memory held by tensors is limited to the machine's physical memory, or to
+// VITUNE_MAX_HOST_MB when set: a request that would take the bytes held past the limit
+// fails with a clear error before anything is allocated, instead of being attempted.
 #pragma once
 
 #include <cstddef>
@@ -26,7 +30,8 @@ struct MemoryStats {
 
 constexpr size_t kAlignment = 64;
 
-// Allocates `bytes` on `device`; throws vitune::Error when the memory cannot be had.
+// Allocates `bytes` on `device`; throws vitune::Error when the memory cannot be had or
+// when, on the host, the bytes held by tensors would exceed host_memory_limit().
 void* allocate(Device device, size_t bytes);
 void deallocate(Device device, void* pointer, size_t bytes);
 
@@ -35,5 +40,11 @@ MemoryStats memory_stats(Device device);
 void reset_peak_memory(Device device);
 // Returns every cached host block to the operating system.
 void release_cached_memory();
+
+// The most bytes host tensors may hold together: VITUNE_MAX_HOST_MB (MiB) when set,
+// else the machine's physical memory.
+size_t host_memory_limit();
+// Replaces the limit for this process (0: back to the default above).
+void set_host_memory_limit(size_t bytes);
 
 }  // namespace vitune

@@ -32,6 +32,11 @@ using Json = nlohmann::ordered_json;
 
 // The reference implementation refuses headers above this size.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+// vitune refuses files of more tensors (a ViT-H training checkpoint holds about 1,600)
+// or more metadata entries. The JSON library keeps an object's keys in a list, so
+// these limits also bound the time a header takes to parse.
+constexpr size_t kMaxTensors = 20'000;
+constexpr size_t kMaxMetadataEntries = 10'000;
 
 struct DTypeName {
   const char* name;
@@ -103,27 +108,48 @@ bool is_valid_utf8(const std::string& text) {
 }
 
 // Parses the header, refusing a key that appears twice in one object (the JSON library
-// would keep the last one silently).
+// would keep the last one silently), and, as soon as they appear, more tensors or
+// metadata entries than the limits, keys an entry cannot have, and nesting deeper than
+// an entry's arrays.
 Json parse_header(const std::string& path, const char* text, size_t size) {
   std::vector<std::set<std::string>> keys_of_open_objects;
   std::string current_tensor;
+  size_t tensors = 0;
   auto check_keys = [&](int depth, Json::parse_event_t event, Json& parsed) {
     switch (event) {
       case Json::parse_event_t::object_start:
-        keys_of_open_objects.emplace_back();
+      case Json::parse_event_t::array_start:
+        // The header object is at depth 0, entries at 1, their shape and offsets at 2.
+        if (depth >= 3 || (depth == 2 && event == Json::parse_event_t::object_start)) {
+          fail(path, cat("the entry of '", current_tensor,
+                         "' nests JSON too deeply (an entry holds a dtype string and two arrays of integers)"));
+        }
+        if (event == Json::parse_event_t::object_start) keys_of_open_objects.emplace_back();
         break;
       case Json::parse_event_t::object_end:
         keys_of_open_objects.pop_back();
         break;
       case Json::parse_event_t::key: {
         const std::string& key = parsed.get_ref<const std::string&>();
-        bool is_new = keys_of_open_objects.back().insert(key).second;
+        std::set<std::string>& keys = keys_of_open_objects.back();
+        bool is_new = keys.insert(key).second;
         if (depth == 1) {
           if (!is_new && key == "__metadata__") fail(path, "the header holds __metadata__ twice");
           if (!is_new) fail_tensor(path, key, "duplicate tensor name in the header");
+          if (key != "__metadata__" && ++tensors > kMaxTensors) {
+            fail(path, cat("the header lists more than the limit of ", kMaxTensors, " tensors"));
+          }
           current_tensor = key;
         } else if (!is_new) {
           fail(path, cat("duplicate key '", key, "' inside the entry of '", current_tensor, "'"));
+        } else if (current_tensor == "__metadata__") {
+          if (keys.size() > kMaxMetadataEntries) {
+            fail(path, cat("__metadata__ holds more than the limit of ", kMaxMetadataEntries, " entries"));
+          }
+        } else if (key != "dtype" && key != "shape" && key != "data_offsets") {
+          fail_tensor(path, current_tensor,
+                      cat("unexpected key '", key, "' in the entry (expected an object with exactly dtype, shape "
+                          "and data_offsets)"));
         }
         break;
       }

@@ -43,6 +43,21 @@ ordered_json norms_json(const GradNorms& norms) {
   return {{"total", norms.total}, {"per_component", per_component}, {"per_layer", per_layer}};
 }
 
+// Names the first parameter (in model order) holding a NaN or infinity, with the index
+// and value of its first such element; or says that every parameter is finite.
+std::string non_finite_parameter_note(const std::vector<Parameter*>& parameters) {
+  for (const Parameter* p : parameters) {
+    const Tensor& value = p->value();
+    for (int64_t i = 0; i < value.numel(); ++i) {
+      const double x = value.item(i);
+      if (!std::isfinite(x)) {
+        return cat("parameter '", p->name(), "' holds ", x, " at element ", i, " of ", shape_str(p->shape()));
+      }
+    }
+  }
+  return "every parameter is finite";
+}
+
 }  // namespace
 
 OptimizerKind parse_optimizer_kind(const std::string& text, const std::string& flag) {
@@ -72,6 +87,8 @@ EvalResult evaluate(const VisionTransformer& model, data::Loader& loader, int64_
     result.top5 = double(top5) / double(result.examples);
     result.loss = loss_sum / double(result.examples);
   }
+  VITUNE_CHECK(std::isfinite(result.loss), "evaluation: the loss is ", result.loss, " (",
+               non_finite_parameter_note(model.parameters()), ")");
   return result;
 }
 
@@ -156,7 +173,8 @@ EvalResult Trainer::run(const std::function<void(const StepReport&)>& on_step, d
     autograd::Variable loss = autograd::cross_entropy(logits, batch.labels, config_.label_smoothing);
     double loss_value = loss.value().item(0);
     VITUNE_CHECK(std::isfinite(loss_value), "the loss became ", loss_value, " at step ", step_ + 1,
-                 " (learning rate ", lr, "); the run stops here",
+                 " (learning rate ", lr, "; ", non_finite_parameter_note(model_.parameters()),
+                 "); the run stops here",
                  config_.checkpoint_path.empty() ? std::string()
                                                  : "; the last good checkpoint is " + config_.checkpoint_path);
     autograd::backward(loss);

@@ -4,7 +4,8 @@
 // norms per component type and per layer); evaluation with top-1 and top-5 accuracy;
 // checkpoints written atomically at intervals that resume bit-exactly (weights,
 // optimizer state, step and the loader's position). A non-finite loss stops the run
-// with a clear message and leaves the last good checkpoint in place.
+// (and an evaluation) with a clear message naming the first parameter that holds a NaN
+// or infinity, and leaves the last good checkpoint in place.
 #pragma once
 
 #include <cstdio>
@@ -44,6 +45,7 @@ struct EvalResult {
   int64_t examples = 0;
 };
 // One pass over `batches` batches of the loader (from its current position), no tape.
+// Throws when the loss is not finite, naming the first non-finite parameter.
 EvalResult evaluate(const VisionTransformer& model, data::Loader& loader, int64_t batches);
 
 struct StepReport {

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "engine/allocator.h"
 #include "engine/error.h"
 #include "nn/little_endian.h"
 
@@ -33,6 +34,8 @@ constexpr uint16_t kZip64ExtraId = 0x0001;
 // Deflate cannot expand data by more than about 1032 times; a recorded size beyond
 // that is a corrupt header, refused before allocating for it.
 constexpr uint64_t kMaxDeflateRatio = 1032;
+// Archives of more entries are refused (a checkpoint holds a few thousand at most).
+constexpr uint64_t kMaxEntries = 100'000;
 
 // Where the central directory is, from the end-of-central-directory record (and the
 // zip64 one when present).
@@ -53,6 +56,9 @@ class ZipReader {
   // The records of the central directory, in order.
   std::vector<ZipEntry> entries() const {
     CentralDirectory directory = find_central_directory();
+    if (directory.entries > kMaxEntries) {
+      fail(cat("the archive lists ", directory.entries, " entries, more than the limit of ", kMaxEntries));
+    }
     std::vector<ZipEntry> entries;
     uint64_t position = directory.offset;
     const uint64_t directory_end = directory.offset + directory.size;
@@ -231,6 +237,10 @@ class ZipReader {
     if (entry.size > entry.compressed_size * kMaxDeflateRatio + 1024) {
       fail_entry(entry, cat("recorded size ", entry.size, " cannot come from ", entry.compressed_size,
                             " deflated bytes (corrupt file)"));
+    }
+    if (entry.size > host_memory_limit()) {
+      fail_entry(entry, cat("inflates to ", entry.size, " bytes, more than the host memory limit of ",
+                            host_memory_limit(), " bytes"));
     }
     std::string out(size_t(entry.size), '\0');
     z_stream stream{};
