@@ -9,7 +9,7 @@
 # Run from the repository root after building `vitune`, on an otherwise idle machine.
 #
 #   bench/selection_cost.sh                      # all defaults
-#   VITUNE=build/cli/vitune OUT=/tmp/sel IMAGES=32 BATCH=16 PYTHON=/usr/bin/python3 bench/selection_cost.sh
+#   VITUNE=build/cli/vitune OUT=runs/sel IMAGES=32 BATCH=16 PYTHON=/usr/bin/python3 bench/selection_cost.sh
 set -eu
 
 VITUNE=${VITUNE:-build/cli/vitune}
