@@ -12,7 +12,7 @@ if(NOT VITUNE_SANITIZE STREQUAL "" OR VITUNE_FUZZ)
 endif()
 
 set(VITUNE_FUZZ_SECONDS 30 CACHE STRING "Seconds each fuzz target runs under ctest (label fuzz)")
-option(VITUNE_SANITIZE_SUITE "ctest also builds and runs the suite with ASan + UBSan (label sanitize)" ON)
+option(VITUNE_SANITIZE_SUITE "ctest also builds and runs the suite with ASan + UBSan (label sanitize)" OFF)
 cmake_host_system_information(RESULT vitune_jobs QUERY NUMBER_OF_LOGICAL_CORES)
 set(vitune_launcher "${CMAKE_CXX_COMPILER_LAUNCHER}")
 
