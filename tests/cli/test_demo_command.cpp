@@ -6,15 +6,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli_files.h"
 #include "cli_runner.h"
 #include "test_util.h"
 
 namespace vitune::testing {
 namespace {
-
-bool fashion_mnist_installed() {
-  return std::ifstream("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz").good();
-}
 
 const std::string kModel = std::string(VITUNE_TEST_DATA_DIR) + "/../../models/fmnist_c0-4_vit.safetensors";
 

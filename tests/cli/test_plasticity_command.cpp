@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "cli_files.h"
 #include "cli_runner.h"
 #include "test_util.h"
 
@@ -15,19 +16,10 @@ namespace {
 const std::string kData = "\"fashion-mnist:test?classes=0-2&limit=40\"";
 const std::string kReference = "\"fashion-mnist:test?classes=3-5&limit=40\"";
 
-bool fashion_mnist_installed() {
-  return std::ifstream("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz").good();
-}
-
 std::string temp(const std::string& name) { return ::testing::TempDir() + "/plasticity_" + name; }
 
 std::string base_command() {
   return "plasticity --model " + data_path("tiny_vit.safetensors") + " --data " + kData + " --loader-threads 1";
-}
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
 }
 
 std::vector<std::string> read_lines(const std::string& path) {

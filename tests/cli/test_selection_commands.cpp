@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli_files.h"
 #include "cli_runner.h"
 #include "engine/random.h"
 #include "nn/checkpoint.h"
@@ -27,11 +28,6 @@ void write_cifar(const std::string& path, int count, int low, int high, uint64_t
     }
   }
   write_raw(path, bytes);
-}
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
 }
 
 class SelectionCommands : public ::testing::Test {

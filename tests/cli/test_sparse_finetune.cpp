@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli_files.h"
 #include "cli_runner.h"
 #include "nn/checkpoint.h"
 #include "nn/safetensors.h"
@@ -20,16 +21,7 @@ const std::string kData = " --data \"fashion-mnist:train?classes=5-9&per_class=8
 const std::string kRun = kData + " --batch-size 16 --loader-threads 1 --steps 3 --lr 0.01";
 const std::string kQkv = "blocks.0.attn.qkv.weight";
 
-bool fashion_mnist_installed() {
-  return std::ifstream("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz").good();
-}
-
 std::string temp(const std::string& name) { return ::testing::TempDir() + "/sparse_" + name; }
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
-}
 
 // Every fifth entry of block 0's qkv weight; its bias in full.
 peft::SelectionMask tiny_mask(const nn::VisionTransformer& model) {

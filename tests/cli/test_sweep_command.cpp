@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli_files.h"
 #include "cli_runner.h"
 #include "test_util.h"
 
@@ -38,11 +39,6 @@ std::string write_tiny_idx(const std::string& dir) {
     }
   }
   return "idx:" + dir + "/train";
-}
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
 }
 
 std::string fresh_dir(const std::string& name) {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli_files.h"
 #include "cli_runner.h"
 #include "nn/safetensors.h"
 #include "test_util.h"
@@ -16,15 +17,6 @@ const std::string kTrain = "\"fashion-mnist:train?classes=0-2&limit=96\"";
 const std::string kTest = "\"fashion-mnist:test?classes=0-2&limit=64\"";
 const std::string kLoader = " --batch-size 16 --eval-batch-size 32 --loader-threads 1";
 const std::string kTiny = " --dim 16 --depth 1 --heads 2" + kLoader;
-
-bool fashion_mnist_installed() {
-  return std::ifstream("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz").good();
-}
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
-}
 
 std::string temp(const std::string& name) { return ::testing::TempDir() + "/cmd_" + name; }
 
