@@ -9,7 +9,6 @@
 #include "data/dataset_spec.h"
 #include "data/open_dataset.h"
 #include "data/subset.h"
-#include "data/transform_presets.h"
 #include "peft/anchor.h"
 #include "peft/model_hash.h"
 
@@ -38,14 +37,10 @@ void run_anchor(const AnchorOptions& options) {
                  " has only ", dataset->size(), " images");
     dataset = data::first_examples(dataset, options.images);
   }
-  data::EvalTransformOptions transform;
-  transform.size = model.config().img_size;
-  transform.channels = model.config().in_chans;
-  transform.normalization = options.normalization;
   data::LoaderOptions loader_options;
   loader_options.batch_size = options.batch_size;
   loader_options.threads = options.loader_threads;
-  data::Loader loader(*dataset, data::eval_transform(transform), loader_options);
+  data::Loader loader(*dataset, model_eval_transform(model.config(), options.normalization), loader_options);
 
   peft::ActivationStats stats(model);
   Progress progress("anchor", dataset->size(), "image", 1000);

@@ -15,10 +15,10 @@
 #include "cli/model_options.h"
 #include "cli/plots.h"
 #include "cli/progress.h"
+#include "cli/run_options.h"
 #include "data/dataset_spec.h"
 #include "data/loader.h"
 #include "data/open_dataset.h"
-#include "data/transform_presets.h"
 #include "engine/atomic_file.h"
 #include "engine/error.h"
 
@@ -56,16 +56,13 @@ ImageSource open_images(const std::string& spec_text, const PlasticityCommandOpt
   ImageSource source;
   source.dataset = data::open_dataset(spec);
   source.canonical_spec = spec.canonical();
-  data::EvalTransformOptions transform;
-  transform.size = model.img_size;
-  transform.channels = model.in_chans;
-  transform.normalization = options.normalization;
   data::LoaderOptions loader;
   loader.batch_size = options.batch_size;
   loader.shuffle = !options.in_order;
   loader.seed = options.seed;
   loader.threads = options.loader_threads;
-  source.loader = std::make_unique<data::Loader>(*source.dataset, data::eval_transform(transform), loader);
+  source.loader = std::make_unique<data::Loader>(*source.dataset,
+                                                 model_eval_transform(model, options.normalization), loader);
   return source;
 }
 

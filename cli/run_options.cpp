@@ -60,16 +60,20 @@ OpenedData open_training_data(const DataOptions& options, const nn::VitConfig& m
   return open_data(options.train_spec, data::train_transform(transform), loader);
 }
 
-OpenedData open_eval_data(const std::string& spec, const DataOptions& options, const nn::VitConfig& model) {
+data::Transform model_eval_transform(const nn::VitConfig& model, const std::string& normalization) {
   data::EvalTransformOptions transform;
   transform.size = model.img_size;
   transform.channels = model.in_chans;
-  transform.normalization = options.normalization;
+  transform.normalization = normalization;
+  return data::eval_transform(transform);
+}
+
+OpenedData open_eval_data(const std::string& spec, const DataOptions& options, const nn::VitConfig& model) {
   data::LoaderOptions loader;
   loader.batch_size = options.eval_batch_size;
   loader.threads = options.loader_threads;
   loader.skip_bad_images = options.skip_bad_images;
-  return open_data(spec, data::eval_transform(transform), loader);
+  return open_data(spec, model_eval_transform(model, options.normalization), loader);
 }
 
 void OptimOptions::add_to(CLI::App& command) {

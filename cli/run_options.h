@@ -35,6 +35,9 @@ struct OpenedData {
   std::unique_ptr<data::Loader> loader;
   std::string canonical_spec;
 };
+// The evaluation transform (resize, centre crop, channels, normalisation preset) that
+// gives images of the model's input size and channels.
+data::Transform model_eval_transform(const nn::VitConfig& model, const std::string& normalization);
 OpenedData open_training_data(const DataOptions& options, const nn::VitConfig& model, uint64_t seed);
 OpenedData open_eval_data(const std::string& spec, const DataOptions& options, const nn::VitConfig& model);
 

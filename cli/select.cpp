@@ -57,21 +57,13 @@ TaskData open_task_data(const SelectOptions& options) {
   return task;
 }
 
-data::EvalTransformOptions eval_view_options(const SelectOptions& options, const nn::VitConfig& config) {
-  data::EvalTransformOptions view;
-  view.size = config.img_size;
-  view.channels = config.in_chans;
-  view.normalization = options.normalization;
-  return view;
-}
-
 std::vector<peft::TensorSelection> select_gdfps(const nn::VisionTransformer& model, const peft::Anchor& anchor,
                                                 const std::vector<std::string>& names, const TaskData& task,
                                                 const SelectOptions& options) {
   data::LoaderOptions loader_options;
   loader_options.batch_size = options.batch_size;
   loader_options.threads = options.loader_threads;
-  data::Loader loader(*task.dataset, data::eval_transform(eval_view_options(options, model.config())),
+  data::Loader loader(*task.dataset, model_eval_transform(model.config(), options.normalization),
                       loader_options);
   peft::ActivationStats stats(model);
   Progress progress("task statistics", task.dataset->size(), "image", 1000);
@@ -92,7 +84,7 @@ std::vector<peft::TensorSelection> select_gps(nn::VisionTransformer& model, cons
   train_view.channels = model.config().in_chans;
   train_view.normalization = options.normalization;
   const auto scores = peft::gps_scores(model, names, *task.dataset,
-                                       data::eval_transform(eval_view_options(options, model.config())),
+                                       model_eval_transform(model.config(), options.normalization),
                                        data::train_transform(train_view), gps);
   std::vector<peft::TensorSelection> selections;
   for (const auto& [name, score] : scores) {
