@@ -31,8 +31,7 @@ TEST(DemoCommand, RunsEveryStepAndWritesTheTableAndCharts) {
   ASSERT_EQ(demo.status, 0) << demo.output;
   EXPECT_NE(demo.output.find("| GD-FPS sparse |"), std::string::npos) << demo.output;
 
-  std::ifstream in(out + "/demo.json");
-  const nlohmann::json summary = nlohmann::json::parse(in);
+  const nlohmann::json summary = read_json(out + "/demo.json");
   const nlohmann::json& rows = summary["methods"];
   ASSERT_EQ(rows.size(), 8u);
   std::map<std::string, nlohmann::json> by_id;
