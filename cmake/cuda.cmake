@@ -14,6 +14,8 @@ if(NOT VITUNE_CUDA STREQUAL "OFF")
       # 80: A100; 86: RTX 30xx / A40; 89: L4 / L40 / RTX 40xx; 90: H100 / H200.
       set(CMAKE_CUDA_ARCHITECTURES 80 86 89 90)
     endif()
+    set(CMAKE_CUDA_STANDARD 17)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
     set(VITUNE_HAS_CUDA ON)

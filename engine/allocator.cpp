@@ -1,5 +1,6 @@
-// Host allocator with byte accounting and a size-keyed cache of large freed blocks;
-// CUDA memory will be accounted through the same counters by the CUDA backend.
+// Host allocator with byte accounting and a size-keyed cache of large freed blocks.
+// CUDA memory comes from the CUDA backend's caching allocator (engine/cuda/
+// device_memory.h) and is accounted through the same counters.
 #include "engine/allocator.h"
 
 #include <unistd.h>
@@ -11,6 +12,8 @@
 #include <map>
 #include <mutex>
 
+#include "engine/cuda/cuda_info.h"
+#include "engine/cuda/device_memory.h"
 #include "engine/error.h"
 
 namespace vitune {
@@ -130,7 +133,16 @@ HostCache& host_cache() {
 }  // namespace
 
 void* allocate(Device device, size_t bytes) {
-  VITUNE_CHECK(device.is_cpu(), "allocation on ", device.str(), ": this build has no CUDA backend");
+  if (device.is_cuda()) {
+    VITUNE_CHECK(cuda::built_with_cuda(), "allocation on ", device.str(),
+                 ": this build has no CUDA backend (configure with -DVITUNE_CUDA=ON where nvcc is installed)");
+    const int devices = cuda::device_count();
+    VITUNE_CHECK(device.index >= 0 && device.index < devices, "allocation on ", device.str(), ": ",
+                 devices == 0 ? std::string("no CUDA device is visible") : cat("only ", devices, " CUDA device(s)"));
+    void* pointer = cuda::device_allocate(device.index, bytes);
+    record_allocation(device, bytes);
+    return pointer;
+  }
   const size_t limit = host_memory_limit();
   const size_t held = size_t(std::max<int64_t>(counters(device).current.load(), 0));
   if (bytes > limit || held > limit - bytes) {
@@ -156,13 +168,17 @@ void* allocate(Device device, size_t bytes) {
 
 void deallocate(Device device, void* pointer, size_t bytes) {
   if (pointer == nullptr) return;
-  host_cache().give(pointer, rounded_size(bytes));
+  if (device.is_cuda()) {
+    cuda::device_free(device.index, pointer, bytes);
+  } else {
+    host_cache().give(pointer, rounded_size(bytes));
+  }
   counters(device).current.fetch_sub(int64_t(bytes));
 }
 
 MemoryStats memory_stats(Device device) {
   Counters& c = counters(device);
-  int64_t cached = device.is_cpu() ? int64_t(host_cache().bytes()) : 0;
+  int64_t cached = device.is_cpu() ? int64_t(host_cache().bytes()) : cuda::device_cached_bytes(device.index);
   return {c.current.load(), c.peak.load(), c.allocations.load(), cached};
 }
 
@@ -171,7 +187,10 @@ void reset_peak_memory(Device device) {
   c.peak.store(c.current.load());
 }
 
-void release_cached_memory() { host_cache().release(); }
+void release_cached_memory() {
+  host_cache().release();
+  cuda::release_device_cache();
+}
 
 size_t host_memory_limit() {
   const size_t override_bytes = host_limit_override().load();

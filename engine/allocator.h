@@ -25,7 +25,7 @@ struct MemoryStats {
   int64_t current_bytes = 0;  // held by live tensors
   int64_t peak_bytes = 0;     // most ever held by live tensors since the last reset
   int64_t allocations = 0;    // blocks handed out since start
-  int64_t cached_bytes = 0;   // freed blocks kept for reuse (host only)
+  int64_t cached_bytes = 0;   // freed blocks kept for reuse
 };
 
 constexpr size_t kAlignment = 64;
@@ -38,7 +38,8 @@ void deallocate(Device device, void* pointer, size_t bytes);
 MemoryStats memory_stats(Device device);
 // Sets the peak to the current bytes, so the next peak measures one phase of work.
 void reset_peak_memory(Device device);
-// Returns every cached host block to the operating system.
+// Returns every cached host block to the operating system and every cached device
+// block to the CUDA driver.
 void release_cached_memory();
 
 // The most bytes host tensors may hold together: VITUNE_MAX_HOST_MB (MiB) when set,

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "engine/allocator.h"
+#include "engine/cuda/device_memory.h"
 
 namespace vitune {
 
@@ -122,9 +123,19 @@ Tensor Tensor::clone() const {
 void Tensor::copy_from(const Tensor& source) {
   VITUNE_CHECK(source.shape_ == shape_ && source.dtype_ == dtype_, "copy of ", source.str(),
                " into ", str());
-  VITUNE_CHECK(device().is_cpu() && source.device().is_cpu(), "copy between ", source.device().str(),
-               " and ", device().str(), " needs the CUDA backend");
-  if (nbytes()) std::memmove(raw(), source.raw(), nbytes());
+  if (nbytes() == 0) return;
+  if (device().is_cpu() && source.device().is_cpu()) {
+    std::memmove(raw(), source.raw(), nbytes());
+  } else {
+    cuda::copy_bytes(raw(), device(), source.raw(), source.device(), nbytes());
+  }
+}
+
+Tensor Tensor::to(Device device) const {
+  if (device == this->device()) return *this;
+  Tensor t(shape_, dtype_, device);
+  t.copy_from(*this);
+  return t;
 }
 
 namespace {
@@ -158,7 +169,8 @@ void store_from_double(void* base, DType dtype, int64_t i, double v) {
 
 Tensor Tensor::to(DType dtype) const {
   if (dtype == dtype_) return *this;
-  VITUNE_CHECK(device().is_cpu(), "dtype conversion on ", device().str(), " needs the CUDA backend");
+  // A device tensor converts through the host: conversions happen at load and save.
+  if (device().is_cuda()) return to(Device::cpu()).to(dtype).to(device());
   Tensor t(shape_, dtype);
   // Every source value (including i64 labels below 2^53) is exact in double, so one
   // path through double converts between any two dtypes without double rounding.
@@ -167,17 +179,26 @@ Tensor Tensor::to(DType dtype) const {
 }
 
 void Tensor::fill(double value) {
-  VITUNE_CHECK(device().is_cpu(), "fill on ", device().str(), " needs the CUDA backend");
+  if (device().is_cuda()) {
+    Tensor host(shape_, dtype_);
+    host.fill(value);
+    copy_from(host);
+    return;
+  }
   for (int64_t i = 0; i < numel_; ++i) store_from_double(raw(), dtype_, i, value);
 }
 
 void Tensor::zero() {
-  VITUNE_CHECK(device().is_cpu(), "zero on ", device().str(), " needs the CUDA backend");
-  if (nbytes()) std::memset(raw(), 0, nbytes());
+  if (device().is_cuda()) {
+    cuda::zero_bytes(raw(), device().index, nbytes());
+  } else if (nbytes()) {
+    std::memset(raw(), 0, nbytes());
+  }
 }
 
 double Tensor::item(int64_t index) const {
   VITUNE_CHECK(index >= 0 && index < numel_, "item ", index, " out of range for ", str());
+  if (device().is_cuda()) return reshape({numel_}).rows(index, index + 1).to(Device::cpu()).item(0);
   return load_as_double(raw(), dtype_, index);
 }
 

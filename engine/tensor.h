@@ -65,6 +65,7 @@ class Tensor {
   size_t nbytes() const { return size_t(numel_) * dtype_size(dtype_); }
   std::string str() const;  // "f32[2, 3]"
 
+  // The first byte (a device pointer for a tensor on a CUDA device).
   void* raw() const { return static_cast<char*>(storage_->data()) + offset_; }
   template <typename T>
   T* data() const {
@@ -80,14 +81,20 @@ class Tensor {
   Tensor clone() const;
   // Converted copy (or this tensor itself when the dtype already matches).
   Tensor to(DType dtype) const;
-  // Copies the values of `source` (same shape and dtype) into this tensor's bytes.
+  // Copy on another device (or this tensor itself when it is already there). A copy to
+  // or from the host is complete when this returns.
+  Tensor to(Device device) const;
+  // Copies the values of `source` (same shape and dtype, any device) into this tensor's
+  // bytes.
   void copy_from(const Tensor& source);
   void fill(double value);
   void zero();
 
+  // The values on the host (copied from the device first when needed).
   template <typename T>
   std::vector<T> to_vector() const {
-    const T* p = data<T>();
+    const Tensor host = to(Device::cpu());
+    const T* p = host.data<T>();
     return std::vector<T>(p, p + numel_);
   }
   // Scalar read of element `index` of a float tensor (f32 or f64), for tests and logs.

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/cuda/cuda_info.h"
 #include "engine/tensor.h"
 #include "test_util.h"
 
@@ -61,6 +62,24 @@ TEST(Tensor, HalfAndBfloat16RoundToNearestEven) {
   EXPECT_EQ(bf16_to_f32(f32_to_bf16(1.0f + 3.0f / 256)), 1.0f + 4.0f / 256);
   // Subnormal halves: 3 * 2^-25 rounds to 2 * 2^-24 (ties to even).
   EXPECT_EQ(f16_to_f32(f32_to_f16(3 * 2.98023223876953125e-08f)), 2 * 5.9604644775390625e-08f);
+}
+
+// Where no CUDA device can be used (a build without CUDA, or no GPU), asking for device
+// memory is a clear error, and host-only work never touches the CUDA backend.
+TEST(Device, WithoutAGpuDeviceMemoryIsAClearError) {
+  if (cuda::device_count() > 0) GTEST_SKIP() << "a CUDA device is present: tests/cuda covers it";
+  try {
+    Tensor t({4}, DType::F32, Device::cuda());
+    FAIL() << "a tensor on cuda:0 was allocated without a device";
+  } catch (const Error& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("cuda:0"), std::string::npos) << text;
+    EXPECT_TRUE(text.find("no CUDA backend") != std::string::npos || text.find("no CUDA device") != std::string::npos)
+        << text;
+  }
+  Tensor host = Tensor::from_vector<float>({2}, {1, 2});
+  EXPECT_TRUE(host.to(Device::cpu()).same_storage(host));
+  EXPECT_EQ(host.to_vector<float>(), std::vector<float>({1, 2}));
 }
 
 TEST(Device, ParsingNamesTheFlag) {

@@ -1,0 +1,113 @@
+// Status checks, the per-device stream and cuBLAS handle, launch sizes and argument
+// checks of cuda_context.h, and the TF32 switch of device_memory.h.
+#include <atomic>
+#include <mutex>
+
+#include "engine/cuda/cuda_context.h"
+#include "engine/cuda/device_memory.h"
+#include "engine/error.h"
+
+namespace vitune::cuda {
+
+namespace {
+
+constexpr int kMaxDevices = 16;
+
+std::atomic<bool>& tf32_flag() {
+  static std::atomic<bool> enabled{false};
+  return enabled;
+}
+
+// One stream and one cuBLAS handle per device, made on first use and kept for the life
+// of the process (destroying them at exit would race the driver's own teardown).
+struct DeviceContext {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t handle = nullptr;
+  bool handle_tf32 = false;
+};
+
+DeviceContext& context(int device) {
+  static DeviceContext contexts[kMaxDevices];
+  static std::mutex mutex;
+  VITUNE_CHECK(device >= 0 && device < kMaxDevices, "CUDA device ", device, " is out of range");
+  std::lock_guard<std::mutex> lock(mutex);
+  DeviceContext& c = contexts[device];
+  if (c.stream == nullptr) {
+    VITUNE_CUDA_CHECK(cudaSetDevice(device));
+    VITUNE_CUDA_CHECK(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
+  }
+  return c;
+}
+
+}  // namespace
+
+void check_cuda(cudaError_t status, const char* what) {
+  if (status == cudaSuccess) return;
+  cudaGetLastError();  // clear a non-sticky error so the next call starts clean
+  throw Error(cat("CUDA error in ", what, ": ", cudaGetErrorName(status), " (", cudaGetErrorString(status), ")"));
+}
+
+void check_cublas(cublasStatus_t status, const char* what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  throw Error(cat("cuBLAS error in ", what, ": ", cublasGetStatusName(status), " (", cublasGetStatusString(status),
+                  ")"));
+}
+
+void check_launch(const char* kernel) { check_cuda(cudaGetLastError(), kernel); }
+
+cudaStream_t stream(int device) {
+  DeviceContext& c = context(device);
+  VITUNE_CUDA_CHECK(cudaSetDevice(device));
+  return c.stream;
+}
+
+cublasHandle_t cublas(int device) {
+  DeviceContext& c = context(device);
+  VITUNE_CUDA_CHECK(cudaSetDevice(device));
+  if (c.handle == nullptr) {
+    VITUNE_CUBLAS_CHECK(cublasCreate(&c.handle));
+    VITUNE_CUBLAS_CHECK(cublasSetStream(c.handle, c.stream));
+    VITUNE_CUBLAS_CHECK(cublasSetMathMode(c.handle, CUBLAS_DEFAULT_MATH));
+  }
+  const bool tf32 = tf32_enabled();
+  if (tf32 != c.handle_tf32) {
+    VITUNE_CUBLAS_CHECK(cublasSetMathMode(c.handle, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    c.handle_tf32 = tf32;
+  }
+  return c.handle;
+}
+
+void set_tf32(bool enabled) { tf32_flag().store(enabled); }
+bool tf32_enabled() { return tf32_flag().load(); }
+
+unsigned blocks_for(int64_t n, int threads) {
+  const int64_t blocks = (n + threads - 1) / threads;
+  constexpr int64_t kMaxBlocks = int64_t(1) << 20;  // grid-stride loops cover the rest
+  return unsigned(blocks < 1 ? 1 : blocks > kMaxBlocks ? kMaxBlocks : blocks);
+}
+
+void check_on_cuda(const Tensor& t, const char* op) {
+  VITUNE_CHECK(t.defined(), op, ": an argument is an undefined tensor");
+  VITUNE_CHECK(t.device().is_cuda(), op, ": tensor ", t.str(), " is on ", t.device().str(),
+               " while the op runs on CUDA: move every operand to one device first");
+}
+
+void check_cuda_float(const Tensor& t, const char* op) {
+  check_on_cuda(t, op);
+  VITUNE_CHECK(t.dtype() == DType::F32 || t.dtype() == DType::F64, op, ": expected an f32 or f64 tensor, got ",
+               t.str());
+}
+
+int same_device(std::initializer_list<const Tensor*> tensors, const char* op) {
+  int device = -1;
+  for (const Tensor* t : tensors) {
+    check_on_cuda(*t, op);
+    if (device < 0) device = t->device().index;
+    VITUNE_CHECK(t->device().index == device, op, ": operands on cuda:", device, " and ",
+                 t->device().str(), "; move them to one device first");
+  }
+  VITUNE_CHECK(device >= 0, op, ": no tensor operand");
+  return device;
+}
+
+}  // namespace vitune::cuda
