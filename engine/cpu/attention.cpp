@@ -14,7 +14,7 @@
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
-namespace vitune::ops {
+namespace vitune::cpu {
 
 namespace {
 
@@ -320,4 +320,4 @@ Tensor attention_backward(const Tensor& dctx, const Tensor& qkv, const Tensor& p
   return dqkv;
 }
 
-}  // namespace vitune::ops
+}  // namespace vitune::cpu

@@ -1,4 +1,5 @@
-// Argument checks shared by the CPU kernels: the tensors are on the host, have a float
+// Argument checks shared by the CPU kernels: the tensors are on the host (a tensor on a
+// CUDA device among them means operands on two devices), have a float
 // dtype, agree with each other. Each failure names the op and what it was given.
 #pragma once
 
@@ -11,7 +12,7 @@ namespace vitune::cpu {
 inline void check_host(const Tensor& t, const char* op) {
   VITUNE_CHECK(t.defined(), op, ": an argument is an undefined tensor");
   VITUNE_CHECK(t.device().is_cpu(), op, ": tensor ", t.str(), " is on ", t.device().str(),
-               "; this op has no CUDA implementation in this build");
+               " while the op runs on the CPU: move every operand to one device first");
 }
 
 inline void check_float(const Tensor& t, const char* op) {

@@ -7,7 +7,7 @@
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
-namespace vitune::ops {
+namespace vitune::cpu {
 
 namespace {
 
@@ -112,4 +112,4 @@ Tensor cross_entropy_backward(const Tensor& probs, const Tensor& labels, double 
   return dlogits;
 }
 
-}  // namespace vitune::ops
+}  // namespace vitune::cpu

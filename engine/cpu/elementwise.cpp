@@ -8,7 +8,7 @@
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
-namespace vitune::ops {
+namespace vitune::cpu {
 
 namespace {
 
@@ -104,4 +104,4 @@ void add_row_broadcast(Tensor& x, const Tensor& row) {
   });
 }
 
-}  // namespace vitune::ops
+}  // namespace vitune::cpu

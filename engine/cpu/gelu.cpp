@@ -9,7 +9,7 @@
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
-namespace vitune::ops {
+namespace vitune::cpu {
 
 namespace {
 
@@ -100,4 +100,4 @@ Tensor gelu_backward(const Tensor& dy, const Tensor& x) {
   return dx;
 }
 
-}  // namespace vitune::ops
+}  // namespace vitune::cpu

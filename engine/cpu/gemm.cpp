@@ -31,15 +31,18 @@ std::string gemm_kernel_name() {
   return gemm_kernel() == GemmKernel::Avx512 ? "vitune AVX-512" : std::string("OpenBLAS ") + blas_core_name();
 }
 
-}  // namespace vitune::cpu
-
-namespace vitune::ops {
-
 namespace {
 
 struct GemmShape {
   int64_t m, n, k;
 };
+
+// The product of every dimension but the last (well defined when the last is 0).
+int64_t leading_rows(const Tensor& t) {
+  int64_t rows = 1;
+  for (int axis = 0; axis + 1 < t.ndim(); ++axis) rows *= t.dim(axis);
+  return rows;
+}
 
 // Checks operand shapes of c = op(a) op(b) for 2-D views and returns M, N, K.
 GemmShape gemm_shape(bool trans_a, bool trans_b, const Tensor& a, const Tensor& b, const Tensor& c,
@@ -49,11 +52,11 @@ GemmShape gemm_shape(bool trans_a, bool trans_b, const Tensor& a, const Tensor& 
                b.str(), ", ", c.str());
   VITUNE_CHECK(b.ndim() == 2 && c.ndim() >= 2 && a.ndim() == c.ndim(), op, ": bad ranks ", a.str(),
                " x ", b.str(), " -> ", c.str());
-  int64_t a_rows = a.numel() / a.dim(-1), a_cols = a.dim(-1);
+  int64_t a_rows = leading_rows(a), a_cols = a.dim(-1);
   int64_t m = trans_a ? a_cols : a_rows, k = trans_a ? a_rows : a_cols;
   VITUNE_CHECK(!trans_a || a.ndim() == 2, op, ": a transposed operand must be 2-D, got ", a.str());
   int64_t kb = trans_b ? b.dim(1) : b.dim(0), n = trans_b ? b.dim(0) : b.dim(1);
-  VITUNE_CHECK(k == kb && c.numel() / c.dim(-1) == m && c.dim(-1) == n, op, ": shapes ", a.str(),
+  VITUNE_CHECK(k == kb && leading_rows(c) == m && c.dim(-1) == n, op, ": shapes ", a.str(),
                (trans_a ? "^T" : ""), " x ", b.str(), (trans_b ? "^T" : ""), " do not give ", c.str());
   return {m, n, k};
 }
@@ -135,17 +138,6 @@ void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tenso
   });
 }
 
-void gemm_reference(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b,
-                    double beta, Tensor& c) {
-  VITUNE_CHECK(a.ndim() == 2 && c.ndim() == 2, "gemm_reference: expects 2-D a and c, got ", a.str(),
-               " and ", c.str());
-  GemmShape s = gemm_shape(trans_a, trans_b, a, b, c, "gemm_reference");
-  cpu::dispatch_float(a, "gemm_reference", [&](auto zero) {
-    using T = decltype(zero);
-    reference_kernel<T>(trans_a, trans_b, s, T(alpha), a.data<T>(), b.data<T>(), T(beta), c.data<T>());
-  });
-}
-
 void gemm_batched(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b,
                   double beta, Tensor& c) {
   const char* op = "gemm_batched";
@@ -181,6 +173,21 @@ void gemm_batched(bool trans_a, bool trans_b, double alpha, const Tensor& a, con
         }
       }
     });
+  });
+}
+
+}  // namespace vitune::cpu
+
+namespace vitune::ops {
+
+void gemm_reference(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b,
+                    double beta, Tensor& c) {
+  VITUNE_CHECK(a.ndim() == 2 && c.ndim() == 2, "gemm_reference: expects 2-D a and c, got ", a.str(),
+               " and ", c.str());
+  cpu::GemmShape s = cpu::gemm_shape(trans_a, trans_b, a, b, c, "gemm_reference");
+  cpu::dispatch_float(a, "gemm_reference", [&](auto zero) {
+    using T = decltype(zero);
+    cpu::reference_kernel<T>(trans_a, trans_b, s, T(alpha), a.data<T>(), b.data<T>(), T(beta), c.data<T>());
   });
 }
 

@@ -9,7 +9,7 @@
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
-namespace vitune::ops {
+namespace vitune::cpu {
 
 namespace {
 
@@ -86,4 +86,4 @@ void scatter_add(Tensor& x, const Tensor& indices, const Tensor& values) {
   });
 }
 
-}  // namespace vitune::ops
+}  // namespace vitune::cpu

@@ -8,7 +8,7 @@
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
-namespace vitune::ops {
+namespace vitune::cpu {
 
 namespace {
 
@@ -183,4 +183,4 @@ void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight
   });
 }
 
-}  // namespace vitune::ops
+}  // namespace vitune::cpu

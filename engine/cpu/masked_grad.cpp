@@ -14,7 +14,7 @@
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
-namespace vitune::ops {
+namespace vitune::cpu {
 
 namespace {
 
@@ -141,4 +141,4 @@ void masked_weight_grad(const Tensor& dy, const Tensor& x, const Tensor& indices
   });
 }
 
-}  // namespace vitune::ops
+}  // namespace vitune::cpu

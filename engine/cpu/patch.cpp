@@ -9,7 +9,7 @@
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
-namespace vitune::ops {
+namespace vitune::cpu {
 
 namespace {
 
@@ -98,4 +98,4 @@ Tensor unpatchify(const Tensor& patches, const Shape& image_shape, int patch) {
   return images;
 }
 
-}  // namespace vitune::ops
+}  // namespace vitune::cpu

@@ -10,7 +10,7 @@
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
-namespace vitune::ops {
+namespace vitune::cpu {
 
 namespace {
 
@@ -109,4 +109,4 @@ bool all_finite(const Tensor& x) {
   });
 }
 
-}  // namespace vitune::ops
+}  // namespace vitune::cpu

@@ -6,7 +6,7 @@
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
-namespace vitune::ops {
+namespace vitune::cpu {
 
 namespace {
 
@@ -81,4 +81,4 @@ Tensor softmax_backward(const Tensor& dy, const Tensor& y) {
   return dx;
 }
 
-}  // namespace vitune::ops
+}  // namespace vitune::cpu

@@ -6,7 +6,7 @@
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
-namespace vitune::ops {
+namespace vitune::cpu {
 
 namespace {
 
@@ -71,4 +71,4 @@ Tensor place_token(const Tensor& y, int64_t tokens, int64_t index) {
   return out;
 }
 
-}  // namespace vitune::ops
+}  // namespace vitune::cpu

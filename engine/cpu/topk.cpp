@@ -12,7 +12,7 @@
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
-namespace vitune::ops {
+namespace vitune::cpu {
 
 // values and indices are (re)assigned to new tensors [R, k] of x's dtype and i64.
 void topk_rows(const Tensor& x, int64_t k, Tensor& values, Tensor& indices) {
@@ -71,4 +71,4 @@ void topk_rows(const Tensor& x, int64_t k, Tensor& values, Tensor& indices) {
   });
 }
 
-}  // namespace vitune::ops
+}  // namespace vitune::cpu

@@ -112,6 +112,18 @@ TEST(Gemm, MismatchedShapesAndDtypesAreErrors) {
   EXPECT_THROW(ops::gemm_batched(false, false, 1.0, s1, s2, 0.0, s3), Error);
 }
 
+// K = 0: the product is empty, so C becomes beta C (no division by the zero width).
+TEST(Gemm, EmptyInnerDimensionScalesC) {
+  for (DType dtype : {DType::F32, DType::F64}) {
+    Tensor a({3, 0}, dtype), b({0, 4}, dtype), c({3, 4}, dtype);
+    c.fill(2.0);
+    ops::gemm(false, false, 1.0, a, b, 0.5, c);
+    for (int64_t i = 0; i < c.numel(); ++i) EXPECT_EQ(c.item(i), 1.0) << dtype_name(dtype) << " element " << i;
+    Tensor wrong({0, 5}, dtype);
+    EXPECT_THROW(ops::gemm(false, false, 1.0, a, wrong, 0.0, c), Error);
+  }
+}
+
 TEST(Gemm, FlopsAreCounted) {
   Tensor a({8, 16}), b({16, 4}), c({8, 4});
   a.fill(1);

@@ -1,0 +1,75 @@
+// SGD and AdamW updates of a parameter's trainable entries on the host (engine/ops.h).
+#include <cmath>
+
+#include "engine/cpu/check.h"
+#include "engine/ops.h"
+#include "engine/parallel.h"
+
+namespace vitune::cpu {
+
+namespace {
+
+// Checks the f32 operands of an update and returns the indices pointer (or null).
+const int64_t* update_operands(const Tensor& value, const Tensor* indices, const Tensor& grad,
+                               std::initializer_list<const Tensor*> state, const char* op) {
+  check_host(value, op);
+  check_host(grad, op);
+  VITUNE_CHECK(value.dtype() == DType::F32 && grad.dtype() == DType::F32, op, ": expects f32 value and gradient, got ",
+               value.str(), " and ", grad.str());
+  const int64_t count = grad.numel();
+  if (indices) {
+    check_host(*indices, op);
+    VITUNE_CHECK(indices->dtype() == DType::I64 && indices->numel() == count, op, ": indices ", indices->str(),
+                 " do not match the gradient ", grad.str());
+  } else {
+    VITUNE_CHECK(value.numel() == count, op, ": gradient ", grad.str(), " does not match the value ", value.str());
+  }
+  for (const Tensor* s : state) {
+    check_host(*s, op);
+    VITUNE_CHECK(s->dtype() == DType::F32 && s->numel() == count, op, ": state ", s->str(),
+                 " does not match the gradient ", grad.str());
+  }
+  return indices ? indices->data<int64_t>() : nullptr;
+}
+
+}  // namespace
+
+void sgd_update(Tensor& value, const Tensor* indices, const Tensor& grad, Tensor* momentum_buffer,
+                const SgdUpdate& u) {
+  const int64_t* index = momentum_buffer ? update_operands(value, indices, grad, {momentum_buffer}, "sgd_update")
+                                         : update_operands(value, indices, grad, {}, "sgd_update");
+  float* p_all = value.data<float>();
+  const float* g = grad.data<float>();
+  float* buffer = momentum_buffer ? momentum_buffer->data<float>() : nullptr;
+  parallel_for(grad.numel(), 4096, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float& p = p_all[index ? index[i] : i];
+      float d = g[i] + u.weight_decay * p;
+      if (buffer) {
+        buffer[i] = u.first ? d : u.momentum * buffer[i] + d;
+        d = u.nesterov ? d + u.momentum * buffer[i] : buffer[i];
+      }
+      p -= u.lr * d;
+    }
+  });
+}
+
+void adamw_update(Tensor& value, const Tensor* indices, const Tensor& grad, Tensor& m, Tensor& v,
+                  const AdamWUpdate& u) {
+  const int64_t* index = update_operands(value, indices, grad, {&m, &v}, "adamw_update");
+  float* p_all = value.data<float>();
+  const float* g = grad.data<float>();
+  float* m1 = m.data<float>();
+  float* m2 = v.data<float>();
+  parallel_for(grad.numel(), 4096, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float& p = p_all[index ? index[i] : i];
+      p *= u.decay;
+      m1[i] += (g[i] - m1[i]) * (1.0f - u.beta1);
+      m2[i] = m2[i] * u.beta2 + (1.0f - u.beta2) * g[i] * g[i];
+      p -= u.step_size * m1[i] / (std::sqrt(m2[i]) / u.bias2_sqrt + u.eps);
+    }
+  });
+}
+
+}  // namespace vitune::cpu
