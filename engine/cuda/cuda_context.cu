@@ -63,6 +63,9 @@ cudaStream_t stream(int device) {
 
 cublasHandle_t cublas(int device) {
   DeviceContext& c = context(device);
+  // The handle is made, and its math mode switched, by one thread at a time.
+  static std::mutex handle_mutex;
+  std::lock_guard<std::mutex> lock(handle_mutex);
   VITUNE_CUDA_CHECK(cudaSetDevice(device));
   if (c.handle == nullptr) {
     VITUNE_CUBLAS_CHECK(cublasCreate(&c.handle));

@@ -46,15 +46,22 @@ class DeviceCache {
     bytes_[device] += int64_t(rounded);
   }
 
-  // Frees every cached block (of one device, or of all when device < 0).
+  // Frees every cached block (of one device, or of all when device < 0). A cached
+  // block may still be read or written by queued kernels of the tensor that held it, so
+  // each device finishes its queued work before its blocks go back to the driver.
   void release(int device) {
     std::lock_guard<std::mutex> lock(mutex_);
+    int synchronized = -1;
     for (auto it = blocks_.begin(); it != blocks_.end();) {
       if (device >= 0 && it->first.first != device) {
         ++it;
         continue;
       }
       cudaSetDevice(it->first.first);
+      if (it->first.first != synchronized) {
+        cudaDeviceSynchronize();
+        synchronized = it->first.first;
+      }
       cudaFree(it->second);
       bytes_[it->first.first] -= int64_t(it->first.second);
       it = blocks_.erase(it);

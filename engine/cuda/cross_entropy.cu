@@ -1,0 +1,142 @@
+// Cross-entropy with label smoothing on CUDA: a stable log-softmax per row (one thread
+// block per row, sums in double), the mean loss summed on the host in row order, and the
+// gradient with respect to the logits. Labels are checked on the device and a label
+// outside [0, classes) is reported as an Error naming the first such row.
+#include <cstdint>
+#include <vector>
+
+#include "engine/cuda/block_reduce.cuh"
+#include "engine/cuda/cuda_context.h"
+#include "engine/cuda/index_check.h"
+#include "engine/ops.h"
+
+namespace vitune::cuda {
+
+namespace {
+
+// Copies `count` values of type V from device memory to the host and waits for them.
+template <typename V>
+std::vector<V> read_back(const V* source, int64_t count, int device) {
+  std::vector<V> values(static_cast<size_t>(count));
+  cudaStream_t s = stream(device);
+  VITUNE_CUDA_CHECK(cudaMemcpyAsync(values.data(), source, size_t(count) * sizeof(V),
+                                    cudaMemcpyDeviceToHost, s));
+  VITUNE_CUDA_CHECK(cudaStreamSynchronize(s));
+  return values;
+}
+
+// Checks scores [B, C] (logits or probabilities), labels i64 [B] in [0, C) on the same
+// CUDA device (the range on the device, waiting for the answer) and the smoothing in
+// [0, 1]; returns the device.
+int check_arguments(const Tensor& scores, const char* scores_name, const Tensor& labels,
+                    double smoothing, const char* op) {
+  check_cuda_float(scores, op);
+  VITUNE_CHECK(scores.ndim() == 2 && scores.dim(0) > 0 && scores.dim(1) > 0, op, ": ",
+               scores_name, " must be [batch, classes] with both non-empty, got ", scores.str());
+  const int64_t batch = scores.dim(0), classes = scores.dim(1);
+  check_on_cuda(labels, op);
+  VITUNE_CHECK(labels.dtype() == DType::I64 && labels.ndim() == 1 && labels.dim(0) == batch, op,
+               ": labels must be i64[", batch, "] to match ", scores_name, " ", scores.str(),
+               ", got ", labels.str());
+  const int device = same_device({&scores, &labels}, op);
+  const int64_t row = first_bad_index(labels, classes, false);
+  if (row >= 0) {
+    throw Error(cat(op, ": label ", index_at(labels, row), " of row ", row, " is outside [0, ",
+                    classes, ")"));
+  }
+  VITUNE_CHECK(smoothing >= 0 && smoothing <= 1, op, ": label smoothing must be in [0, 1], got ",
+               smoothing);
+  return device;
+}
+
+// Writes softmax(logits) into probs and the smoothed cross-entropy of each row into
+// row_loss; one block per row. With lse = log sum_c exp(x_c) and logp_c = x_c - lse:
+//   -sum_c target_c logp_c = (1 - s) (lse - x_label) + s (lse - mean_c x_c).
+template <typename T>
+__global__ void forward_kernel(const T* logits, const int64_t* labels, double smoothing,
+                               int64_t batch, int64_t classes, T* probs, double* row_loss) {
+  for (int64_t b = blockIdx.x; b < batch; b += gridDim.x) {
+    const T* x = logits + b * classes;
+    T* p = probs + b * classes;
+    double local_max = double(x[0]);
+    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
+      local_max = MaxOp{}(local_max, double(x[c]));
+    }
+    const double max = block_max(local_max);
+    double local_sum_exp = 0, local_sum_x = 0;
+    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
+      local_sum_exp += exp(double(x[c]) - max);
+      local_sum_x += double(x[c]);
+    }
+    const double sum_exp = block_sum(local_sum_exp);
+    const double sum_x = block_sum(local_sum_x);
+    const double lse = max + log(sum_exp);
+    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
+      p[c] = T(exp(double(x[c]) - max) / sum_exp);
+    }
+    if (threadIdx.x == 0) {
+      double loss = (1 - smoothing) * (lse - double(x[labels[b]]));
+      if (smoothing > 0) loss += smoothing * (lse - sum_x / double(classes));
+      row_loss[b] = loss;
+    }
+  }
+}
+
+// With lse = log sum_k exp(x_k), d lse / d x_c = p_c (the softmax), and the loss of one
+// row is -sum_k t_k (x_k - lse) = lse - sum_k t_k x_k since sum_k t_k = 1. So
+// d loss_row / d x_c = p_c - t_c, and the mean over B rows divides by B:
+//   dlogits = (probs - target) * factor,  factor = grad_scale / B,
+// with target t_c = 1 - s + s/C at the label and s/C elsewhere. One thread per element.
+template <typename T>
+__global__ void backward_kernel(const T* probs, const int64_t* labels, double smoothing,
+                                double factor, int64_t batch, int64_t classes, T* dlogits) {
+  const double off_target = smoothing / double(classes);
+  const double on_target = 1 - smoothing + off_target;
+  const int64_t n = batch * classes;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t b = i / classes, c = i % classes;
+    const double target = c == labels[b] ? on_target : off_target;
+    dlogits[i] = T((double(probs[i]) - target) * factor);
+  }
+}
+
+}  // namespace
+
+double cross_entropy_forward(const Tensor& logits, const Tensor& labels, double smoothing,
+                             Tensor& probs) {
+  const char* op = "cross_entropy_forward";
+  const int device = check_arguments(logits, "logits", labels, smoothing, op);
+  const int64_t batch = logits.dim(0), classes = logits.dim(1);
+  probs = Tensor(logits.shape(), logits.dtype(), logits.device());
+  Tensor row_loss({batch}, DType::F64, logits.device());
+  dispatch_float(logits, op, [&](auto zero) {
+    using T = decltype(zero);
+    forward_kernel<T><<<blocks_for(batch, 1), kRowThreads, 0, stream(device)>>>(
+        logits.data<T>(), labels.data<int64_t>(), smoothing, batch, classes, probs.data<T>(),
+        row_loss.data<double>());
+    check_launch("cross_entropy forward_kernel");
+  });
+  double total = 0;
+  for (double loss : read_back(row_loss.data<double>(), batch, device)) total += loss;
+  return total / double(batch);
+}
+
+// Backward: dlogits = (probs - target) * grad_scale / B, derived above backward_kernel.
+Tensor cross_entropy_backward(const Tensor& probs, const Tensor& labels, double smoothing,
+                              double grad_scale) {
+  const char* op = "cross_entropy_backward";
+  const int device = check_arguments(probs, "probs", labels, smoothing, op);
+  const int64_t batch = probs.dim(0), classes = probs.dim(1);
+  Tensor dlogits(probs.shape(), probs.dtype(), probs.device());
+  dispatch_float(probs, op, [&](auto zero) {
+    using T = decltype(zero);
+    backward_kernel<T><<<blocks_for(batch * classes), kThreads, 0, stream(device)>>>(
+        probs.data<T>(), labels.data<int64_t>(), smoothing, grad_scale / double(batch), batch,
+        classes, dlogits.data<T>());
+    check_launch("cross_entropy backward_kernel");
+  });
+  return dlogits;
+}
+
+}  // namespace vitune::cuda

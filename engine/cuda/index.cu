@@ -1,0 +1,177 @@
+// CUDA gather and scatter through flat i64 indices, with the CPU's rules: every index is
+// checked against [0, numel) on the device before anything is written (a bad index is
+// an Error and leaves x untouched); gather and scatter move elements of any dtype,
+// scatter_add adds float elements. Repeated indices keep the CPU's sequential meaning
+// without float atomics: the (index, position) pairs are sorted by index with a stable
+// radix sort, so each index's positions form one run in their original order; scatter
+// writes the last value of each run, and scatter_add adds a run's values one after
+// another, in position order, from one thread.
+#include <cub/device/device_radix_sort.cuh>
+
+#include <climits>
+#include <cstdint>
+
+#include "engine/cuda/cuda_context.h"
+#include "engine/cuda/index_check.h"
+#include "engine/ops.h"
+
+namespace vitune::cuda {
+
+namespace {
+
+void check_indices(const Tensor& indices, int64_t numel, const Tensor& x, const char* op) {
+  check_on_cuda(indices, op);
+  VITUNE_CHECK(indices.dtype() == DType::I64, op, ": indices must be i64, got ", indices.str());
+  same_device({&x, &indices}, op);
+  const int64_t i = first_bad_index(indices, numel, false);
+  VITUNE_CHECK(i < 0, op, ": index ", index_at(indices, i), " at position ", i, " is outside [0, ", numel,
+               ") for ", x.str());
+}
+
+void check_scatter_args(const Tensor& x, const Tensor& indices, const Tensor& values,
+                        const char* op) {
+  check_on_cuda(x, op);
+  check_on_cuda(values, op);
+  same_device({&x, &values}, op);
+  VITUNE_CHECK(values.shape() == indices.shape() && values.dtype() == x.dtype(), op,
+               ": values must have the shape of indices ", indices.str(), " and the dtype of x ",
+               x.str(), ", got ", values.str());
+  check_indices(indices, x.numel(), x, op);
+}
+
+// Calls f(W{}) with W the unsigned integer type as wide as one element of `dtype`, so
+// that elements of any dtype are moved as plain words.
+template <typename F>
+void dispatch_width(DType dtype, F&& f) {
+  switch (dtype_size(dtype)) {
+    case 1: f(uint8_t{}); break;
+    case 2: f(uint16_t{}); break;
+    case 4: f(uint32_t{}); break;
+    default: f(uint64_t{}); break;
+  }
+}
+
+template <typename W>
+__global__ void gather_kernel(const W* in, const int64_t* indices, int64_t count, W* out) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    out[i] = in[indices[i]];
+  }
+}
+
+__global__ void iota_kernel(int64_t* out, int64_t count) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    out[i] = i;
+  }
+}
+
+// The positions 0..n-1 of `indices` ordered by index, equal indices in position order:
+// sorted_keys[s] = indices[positions[s]], both [n] i64 on the device of `indices`.
+struct IndexRuns {
+  Tensor sorted_keys, positions;
+};
+
+IndexRuns sort_by_index(const Tensor& indices, int64_t numel, const char* op) {
+  const int64_t count = indices.numel();
+  const Device device = indices.device();
+  cudaStream_t s = stream(device.index);
+  VITUNE_CHECK(count <= INT_MAX, op, ": ", count, " indices are more than the sort handles (2^31 - 1)");
+  Tensor order({count}, DType::I64, device);
+  iota_kernel<<<blocks_for(count), kThreads, 0, s>>>(order.data<int64_t>(), count);
+  check_launch("iota_kernel");
+  IndexRuns runs{Tensor({count}, DType::I64, device), Tensor({count}, DType::I64, device)};
+  // Every index lies in [0, numel): only the low bits that can differ take part.
+  int bits = 1;
+  while (bits < 63 && (int64_t(1) << bits) < numel) ++bits;
+  const int64_t* keys_in = indices.data<int64_t>();
+  int64_t* keys_out = runs.sorted_keys.data<int64_t>();
+  const int64_t* values_in = order.data<int64_t>();
+  int64_t* values_out = runs.positions.data<int64_t>();
+  size_t scratch_bytes = 0;
+  VITUNE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, scratch_bytes, keys_in, keys_out, values_in,
+                                                    values_out, int(count), 0, bits, s));
+  Tensor scratch({int64_t(scratch_bytes > 0 ? scratch_bytes : 1)}, DType::U8, device);
+  VITUNE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(scratch.raw(), scratch_bytes, keys_in, keys_out, values_in,
+                                                    values_out, int(count), 0, bits, s));
+  return runs;
+}
+
+// For each run of equal indices, the value at its last position (the one the CPU's
+// sequential loop writes last) is stored.
+template <typename W>
+__global__ void scatter_runs_kernel(const int64_t* sorted_keys, const int64_t* positions, int64_t count,
+                                    const W* values, W* out) {
+  for (int64_t s = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; s < count;
+       s += int64_t(gridDim.x) * blockDim.x) {
+    const bool last_of_run = s + 1 == count || sorted_keys[s + 1] != sorted_keys[s];
+    if (last_of_run) out[sorted_keys[s]] = values[positions[s]];
+  }
+}
+
+// For each run of equal indices, the thread of its first entry adds the run's values to
+// out[index] one at a time in position order: the CPU's sequence of += on that element.
+template <typename T>
+__global__ void scatter_add_runs_kernel(const int64_t* sorted_keys, const int64_t* positions, int64_t count,
+                                        const T* values, T* out) {
+  for (int64_t s = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; s < count;
+       s += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t key = sorted_keys[s];
+    if (s > 0 && sorted_keys[s - 1] == key) continue;
+    T sum = out[key];
+    for (int64_t e = s; e < count && sorted_keys[e] == key; ++e) sum += values[positions[e]];
+    out[key] = sum;
+  }
+}
+
+}  // namespace
+
+Tensor gather(const Tensor& x, const Tensor& indices) {
+  check_on_cuda(x, "gather");
+  check_indices(indices, x.numel(), x, "gather");
+  Tensor out(indices.shape(), x.dtype(), x.device());
+  const int64_t count = indices.numel();
+  if (count == 0) return out;
+  cudaStream_t s = stream(x.device().index);
+  dispatch_width(x.dtype(), [&](auto zero) {
+    using W = decltype(zero);
+    gather_kernel<W><<<blocks_for(count), kThreads, 0, s>>>(static_cast<const W*>(x.raw()),
+                                                            indices.data<int64_t>(), count,
+                                                            static_cast<W*>(out.raw()));
+    check_launch("gather_kernel");
+  });
+  return out;
+}
+
+void scatter(Tensor& x, const Tensor& indices, const Tensor& values) {
+  check_scatter_args(x, indices, values, "scatter");
+  const int64_t count = indices.numel();
+  if (count == 0) return;
+  const IndexRuns runs = sort_by_index(indices, x.numel(), "scatter");
+  cudaStream_t s = stream(x.device().index);
+  dispatch_width(x.dtype(), [&](auto zero) {
+    using W = decltype(zero);
+    scatter_runs_kernel<W><<<blocks_for(count), kThreads, 0, s>>>(
+        runs.sorted_keys.data<int64_t>(), runs.positions.data<int64_t>(), count,
+        static_cast<const W*>(values.raw()), static_cast<W*>(x.raw()));
+    check_launch("scatter_runs_kernel");
+  });
+}
+
+void scatter_add(Tensor& x, const Tensor& indices, const Tensor& values) {
+  check_cuda_float(x, "scatter_add");
+  check_scatter_args(x, indices, values, "scatter_add");
+  const int64_t count = indices.numel();
+  if (count == 0) return;
+  const IndexRuns runs = sort_by_index(indices, x.numel(), "scatter_add");
+  cudaStream_t s = stream(x.device().index);
+  dispatch_float(x, "scatter_add", [&](auto zero) {
+    using T = decltype(zero);
+    scatter_add_runs_kernel<T><<<blocks_for(count), kThreads, 0, s>>>(
+        runs.sorted_keys.data<int64_t>(), runs.positions.data<int64_t>(), count, values.data<T>(),
+        x.data<T>());
+    check_launch("scatter_add_runs_kernel");
+  });
+}
+
+}  // namespace vitune::cuda

@@ -1,0 +1,100 @@
+// SGD and AdamW updates of a parameter's trainable entries on CUDA (engine/ops.h). One
+// thread per updated entry i, which reads and writes value.flat[indices[i]] (or
+// value.flat[i] without indices) and slot i of the gradient and the state buffers. The
+// float expressions are those of engine/cpu/optimizer_update.cpp, term for term.
+#include <cstdint>
+#include <initializer_list>
+
+#include "engine/cuda/cuda_context.h"
+#include "engine/ops.h"
+
+namespace vitune::cuda {
+
+namespace {
+
+// Checks the f32 operands of an update (all on one CUDA device) and returns the device.
+int update_operands(const Tensor& value, const Tensor* indices, const Tensor& grad,
+                    std::initializer_list<const Tensor*> state, const char* op) {
+  check_on_cuda(value, op);
+  check_on_cuda(grad, op);
+  VITUNE_CHECK(value.dtype() == DType::F32 && grad.dtype() == DType::F32, op,
+               ": expects f32 value and gradient, got ", value.str(), " and ", grad.str());
+  const int64_t count = grad.numel();
+  if (indices) {
+    check_on_cuda(*indices, op);
+    VITUNE_CHECK(indices->dtype() == DType::I64 && indices->numel() == count, op, ": indices ",
+                 indices->str(), " do not match the gradient ", grad.str());
+  } else {
+    VITUNE_CHECK(value.numel() == count, op, ": gradient ", grad.str(),
+                 " does not match the value ", value.str());
+  }
+  for (const Tensor* s : state) {
+    check_on_cuda(*s, op);
+    VITUNE_CHECK(s->dtype() == DType::F32 && s->numel() == count, op, ": state ", s->str(),
+                 " does not match the gradient ", grad.str());
+  }
+  const int device = same_device({&value, &grad}, op);
+  if (indices) same_device({&value, indices}, op);
+  for (const Tensor* s : state) same_device({&value, s}, op);
+  return device;
+}
+
+// SGD: d = g + wd p; with a momentum buffer, buf = (first ? d : momentum buf + d) and
+// d = (nesterov ? d + momentum buf : buf); then p -= lr d. `buffer` may be null.
+__global__ void sgd_kernel(float* p_all, const int64_t* index, const float* g, float* buffer,
+                           int64_t count, SgdUpdate u) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float& p = p_all[index ? index[i] : i];
+    float d = g[i] + u.weight_decay * p;
+    if (buffer) {
+      buffer[i] = u.first ? d : u.momentum * buffer[i] + d;
+      d = u.nesterov ? d + u.momentum * buffer[i] : buffer[i];
+    }
+    p -= u.lr * d;
+  }
+}
+
+// AdamW (decoupled decay): p *= 1 - lr wd; m += (g - m)(1 - b1); v = b2 v + (1 - b2) g^2;
+// p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+__global__ void adamw_kernel(float* p_all, const int64_t* index, const float* g, float* m1,
+                             float* m2, int64_t count, AdamWUpdate u) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float& p = p_all[index ? index[i] : i];
+    p *= u.decay;
+    m1[i] += (g[i] - m1[i]) * (1.0f - u.beta1);
+    m2[i] = m2[i] * u.beta2 + (1.0f - u.beta2) * g[i] * g[i];
+    p -= u.step_size * m1[i] / (sqrtf(m2[i]) / u.bias2_sqrt + u.eps);
+  }
+}
+
+}  // namespace
+
+void sgd_update(Tensor& value, const Tensor* indices, const Tensor& grad, Tensor* momentum_buffer,
+                const SgdUpdate& update) {
+  const char* op = "sgd_update";
+  const int device = momentum_buffer
+                         ? update_operands(value, indices, grad, {momentum_buffer}, op)
+                         : update_operands(value, indices, grad, {}, op);
+  const int64_t count = grad.numel();
+  if (count == 0) return;
+  sgd_kernel<<<blocks_for(count), kThreads, 0, stream(device)>>>(
+      value.data<float>(), indices ? indices->data<int64_t>() : nullptr, grad.data<float>(),
+      momentum_buffer ? momentum_buffer->data<float>() : nullptr, count, update);
+  check_launch("sgd_kernel");
+}
+
+void adamw_update(Tensor& value, const Tensor* indices, const Tensor& grad, Tensor& m, Tensor& v,
+                  const AdamWUpdate& update) {
+  const char* op = "adamw_update";
+  const int device = update_operands(value, indices, grad, {&m, &v}, op);
+  const int64_t count = grad.numel();
+  if (count == 0) return;
+  adamw_kernel<<<blocks_for(count), kThreads, 0, stream(device)>>>(
+      value.data<float>(), indices ? indices->data<int64_t>() : nullptr, grad.data<float>(),
+      m.data<float>(), v.data<float>(), count, update);
+  check_launch("adamw_kernel");
+}
+
+}  // namespace vitune::cuda
