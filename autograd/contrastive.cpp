@@ -158,11 +158,15 @@ void backward_rows(const ContrastiveSaved& saved, const int64_t* label, int64_t 
 //   and for a row whose norm is below eps (divided by eps instead), dL/dx_k = dz_k / eps.
 Variable supervised_contrastive(const Variable& features, const Tensor& labels, double temperature) {
   const char* op = "supervised_contrastive";
-  const Tensor& x = features.value();
-  check_arguments(x, labels, temperature, op);
+  // A loss over one batch of features ([B, dim], small): computed on the host wherever
+  // the features live, its value and gradient returned to their device.
+  const Device device = features.value().device();
+  const Tensor x = features.value().to(Device::cpu());
+  const Tensor labels_host = labels.to(Device::cpu());
+  check_arguments(x, labels_host, temperature, op);
   const int64_t rows = x.dim(0), dim = x.dim(1);
   auto saved = std::make_shared<ContrastiveSaved>();
-  saved->positives = count_positives(labels, op);
+  saved->positives = count_positives(labels_host, op);
   saved->z = Tensor(x.shape(), x.dtype());
   saved->norms = Tensor({rows}, x.dtype());
   saved->probs = Tensor({rows, rows}, x.dtype());
@@ -170,21 +174,21 @@ Variable supervised_contrastive(const Variable& features, const Tensor& labels, 
   cpu::dispatch_float(x, op, [&](auto zero) {
     using T = decltype(zero);
     normalize_rows<T>(x.data<T>(), rows, dim, saved->z.data<T>(), saved->norms.data<T>());
-    forward_rows<T>(saved->z.data<T>(), labels.data<int64_t>(), saved->positives, rows, dim, temperature,
+    forward_rows<T>(saved->z.data<T>(), labels_host.data<int64_t>(), saved->positives, rows, dim, temperature,
                     saved->probs.data<T>(), row_loss.data());
   });
   double total = 0;
   for (double loss : row_loss) total += loss;
-  Tensor value = Tensor::full({1}, total / double(rows), x.dtype());
-  return make_result(value, {features}, op, [features, labels, temperature, saved](const Tensor& dl) {
-    const Tensor& x = features.value();
-    Tensor dx(x.shape(), x.dtype());
-    cpu::dispatch_float(x, "supervised_contrastive backward", [&](auto zero) {
+  Tensor value = Tensor::full({1}, total / double(rows), x.dtype()).to(device);
+  return make_result(value, {features}, op, [features, labels_host, temperature, saved, device](const Tensor& dl) {
+    const Tensor& z = saved->z;  // the host copy, shaped like the features
+    Tensor dx(z.shape(), z.dtype());
+    cpu::dispatch_float(z, "supervised_contrastive backward", [&](auto zero) {
       using T = decltype(zero);
-      backward_rows<T>(*saved, labels.data<int64_t>(), x.dim(0), x.dim(1), temperature, dl.item(0),
+      backward_rows<T>(*saved, labels_host.data<int64_t>(), z.dim(0), z.dim(1), temperature, dl.item(0),
                        dx.data<T>());
     });
-    accumulate_grad(features, dx);
+    accumulate_grad(features, dx.to(device));
   });
 }
 

@@ -29,14 +29,16 @@ void Variable::set_grad_indices(Tensor indices) {
   if (indices.defined()) {
     VITUNE_CHECK(indices.dtype() == DType::I64 && indices.ndim() == 1, "grad indices of '", name(),
                  "': expected an i64 vector, got ", indices.str());
-    const int64_t* p = indices.data<int64_t>();
+    const Tensor host = indices.to(Device::cpu());
+    const int64_t* p = host.data<int64_t>();
     for (int64_t i = 0; i < indices.numel(); ++i) {
       VITUNE_CHECK(p[i] >= 0 && p[i] < value().numel() && (i == 0 || p[i] > p[i - 1]),
                    "grad indices of '", name(), "': entry ", i, " (", p[i],
                    ") is out of range or not sorted and unique (", value().numel(), " elements)");
     }
   }
-  impl_->grad_indices = std::move(indices);
+  // The indices live where the value does: the masked gradient and update use both.
+  impl_->grad_indices = indices.defined() ? indices.to(value().device()) : std::move(indices);
   impl_->grad = Tensor();
 }
 

@@ -1,9 +1,7 @@
 // The parameter walk shared by every optimizer, and the SGD and AdamW entry updates.
 #include "nn/optimizer.h"
 
-#include <cmath>
-
-#include "engine/parallel.h"
+#include "engine/ops.h"
 
 namespace vitune::nn {
 
@@ -26,11 +24,11 @@ void Optimizer::step() {
     if (state.buffers.empty() || state.buffers[0].numel() != count) {
       // First update, or the selection changed: the state starts afresh.
       state = ParameterState();
-      for (int s = 0; s < slots(); ++s) state.buffers.push_back(Tensor::zeros({count}));
+      const Device device = p->value().device();
+      for (int s = 0; s < slots(); ++s) state.buffers.push_back(Tensor::zeros({count}, DType::F32, device));
     }
-    const int64_t* index = p->state() == FreezeState::Masked ? p->mask_indices().data<int64_t>() : nullptr;
-    update(p->mutable_value().data<float>(), index, grad.data<float>(), count, state.buffers,
-           ++state.steps);
+    const Tensor* indices = p->state() == FreezeState::Masked ? &p->mask_indices() : nullptr;
+    update(p->mutable_value(), indices, grad, state.buffers, ++state.steps);
   }
 }
 
@@ -78,7 +76,7 @@ void Optimizer::import_state(const std::string& prefix, const std::map<std::stri
                        buffer->second.numel() == p->trainable_count(),
                    source, ": optimizer tensor '", name, "' is ", buffer->second.str(), ", expected f32[",
                    p->trainable_count(), "] for the parameter's trainable entries");
-      state.buffers.push_back(buffer->second.clone());
+      state.buffers.push_back(buffer->second.to(p->value().device()).clone());
     }
     state_[p] = std::move(state);
   }
@@ -91,22 +89,15 @@ Sgd::Sgd(std::vector<Parameter*> parameters, const SgdOptions& options)
   VITUNE_CHECK(!options.nesterov || options.momentum > 0, "SGD: Nesterov needs a positive momentum");
 }
 
-void Sgd::update(float* value, const int64_t* index, const float* grad, int64_t count,
-                 std::vector<Tensor>& state, int64_t step) {
-  const float lr = float(lr_), momentum = float(options_.momentum), wd = float(options_.weight_decay);
-  const bool first = step == 1;
-  float* buffer = state.empty() ? nullptr : state[0].data<float>();
-  parallel_for(count, 4096, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      float& p = value[index ? index[i] : i];
-      float d = grad[i] + wd * p;
-      if (buffer) {
-        buffer[i] = first ? d : momentum * buffer[i] + d;
-        d = options_.nesterov ? d + momentum * buffer[i] : buffer[i];
-      }
-      p -= lr * d;
-    }
-  });
+void Sgd::update(Tensor& value, const Tensor* indices, const Tensor& grad, std::vector<Tensor>& state,
+                 int64_t step) {
+  SgdUpdate u;
+  u.lr = float(lr_);
+  u.momentum = float(options_.momentum);
+  u.weight_decay = float(options_.weight_decay);
+  u.nesterov = options_.nesterov;
+  u.first = step == 1;
+  ops::sgd_update(value, indices, grad, state.empty() ? nullptr : &state[0], u);
 }
 
 AdamW::AdamW(std::vector<Parameter*> parameters, const AdamWOptions& options)
@@ -117,25 +108,10 @@ AdamW::AdamW(std::vector<Parameter*> parameters, const AdamWOptions& options)
                "AdamW: betas must be in [0, 1)");
 }
 
-void AdamW::update(float* value, const int64_t* index, const float* grad, int64_t count,
-                   std::vector<Tensor>& state, int64_t step) {
-  const double t = double(step);
-  const float decay = float(1.0 - lr_ * options_.weight_decay);
-  const float b1 = float(options_.beta1), b2 = float(options_.beta2), eps = float(options_.eps);
-  const float step_size = float(lr_ / (1.0 - std::pow(options_.beta1, t)));
-  const float bias2_sqrt = float(std::sqrt(1.0 - std::pow(options_.beta2, t)));
-  float* m = state[0].data<float>();
-  float* v = state[1].data<float>();
-  parallel_for(count, 4096, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      float& p = value[index ? index[i] : i];
-      float g = grad[i];
-      p *= decay;
-      m[i] += (g - m[i]) * (1.0f - b1);
-      v[i] = v[i] * b2 + (1.0f - b2) * g * g;
-      p -= step_size * m[i] / (std::sqrt(v[i]) / bias2_sqrt + eps);
-    }
-  });
+void AdamW::update(Tensor& value, const Tensor* indices, const Tensor& grad, std::vector<Tensor>& state,
+                   int64_t step) {
+  ops::adamw_update(value, indices, grad, state[0], state[1],
+                    adamw_scalars(lr_, options_.beta1, options_.beta2, options_.eps, options_.weight_decay, step));
 }
 
 }  // namespace vitune::nn

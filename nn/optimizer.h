@@ -35,11 +35,12 @@ class Optimizer {
                     const std::string& source);
 
  protected:
-  // Updates `count` entries of one parameter: entry i is value[index ? index[i] : i]
-  // with gradient grad[i]; `state` holds slots() buffers of `count` entries each;
-  // `step` counts this parameter's updates, 1 on its first.
-  virtual void update(float* value, const int64_t* index, const float* grad, int64_t count,
-                      std::vector<Tensor>& state, int64_t step) = 0;
+  // Updates the trainable entries of one parameter: entry i is value.flat[indices[i]]
+  // (every entry when indices is null) with gradient grad[i]; `state` holds slots()
+  // buffers of one f32 per entry, on the parameter's device; `step` counts this
+  // parameter's updates, 1 on its first.
+  virtual void update(Tensor& value, const Tensor* indices, const Tensor& grad, std::vector<Tensor>& state,
+                      int64_t step) = 0;
   virtual int slots() const = 0;
 
   double lr_;
@@ -68,8 +69,8 @@ class Sgd : public Optimizer {
   Sgd(std::vector<Parameter*> parameters, const SgdOptions& options);
 
  private:
-  void update(float* value, const int64_t* index, const float* grad, int64_t count,
-              std::vector<Tensor>& state, int64_t step) override;
+  void update(Tensor& value, const Tensor* indices, const Tensor& grad, std::vector<Tensor>& state,
+              int64_t step) override;
   int slots() const override { return options_.momentum != 0.0 ? 1 : 0; }
   SgdOptions options_;
 };
@@ -89,8 +90,8 @@ class AdamW : public Optimizer {
   AdamW(std::vector<Parameter*> parameters, const AdamWOptions& options);
 
  private:
-  void update(float* value, const int64_t* index, const float* grad, int64_t count,
-              std::vector<Tensor>& state, int64_t step) override;
+  void update(Tensor& value, const Tensor* indices, const Tensor& grad, std::vector<Tensor>& state,
+              int64_t step) override;
   int slots() const override { return 2; }
   AdamWOptions options_;
 };

@@ -34,6 +34,12 @@ void Parameter::train_entries(Tensor sorted_indices) {
   var_.set_grad_indices(std::move(sorted_indices));
 }
 
+void Parameter::to(Device device) {
+  var_.mutable_value() = var_.value().to(device);
+  if (state() == FreezeState::Masked) var_.set_grad_indices(mask_indices());
+  var_.zero_grad();
+}
+
 int64_t Parameter::trainable_count() const {
   switch (state()) {
     case FreezeState::Trainable: return numel();

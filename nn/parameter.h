@@ -36,6 +36,8 @@ class Parameter {
   int64_t trainable_count() const;
 
   void zero_grad() { var_.zero_grad(); }
+  // Moves the value and the mask indices to `device`; drops the gradient.
+  void to(Device device);
 
  private:
   autograd::Variable var_;

@@ -428,7 +428,10 @@ void write_safetensors(const std::string& path,
     };
     write_bytes(length, sizeof length);
     write_bytes(header_text.data(), header_text.size());
-    for (const auto& named : tensors) write_bytes(named.second.raw(), named.second.nbytes());
+    for (const auto& named : tensors) {
+      const Tensor host = named.second.to(Device::cpu());  // device tensors are saved from the host
+      write_bytes(host.raw(), host.nbytes());
+    }
   });
 }
 

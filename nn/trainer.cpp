@@ -22,14 +22,21 @@ std::pair<int64_t, int64_t> correct_in_top(const Tensor& logits, const Tensor& l
   Tensor values, indices;
   int64_t k = std::min<int64_t>(5, logits.dim(1));
   ops::topk_rows(logits, k, values, indices);
-  const int64_t* top = indices.data<int64_t>();
-  const int64_t* label = labels.data<int64_t>();
+  const Tensor top_host = indices.to(Device::cpu()), labels_host = labels.to(Device::cpu());
+  const int64_t* top = top_host.data<int64_t>();
+  const int64_t* label = labels_host.data<int64_t>();
   int64_t top1 = 0, topk = 0;
   for (int64_t b = 0; b < logits.dim(0); ++b) {
     top1 += top[b * k] == label[b];
     for (int64_t j = 0; j < k; ++j) topk += top[b * k + j] == label[b];
   }
   return {top1, topk};
+}
+
+// Moves a batch, which the loader makes on the host, to the model's device.
+void move_batch(data::Batch& batch, Device device) {
+  batch.images = batch.images.to(device);
+  batch.labels = batch.labels.to(device);
 }
 
 ordered_json norms_json(const GradNorms& norms) {
@@ -47,7 +54,7 @@ ordered_json norms_json(const GradNorms& norms) {
 // and value of its first such element; or says that every parameter is finite.
 std::string non_finite_parameter_note(const std::vector<Parameter*>& parameters) {
   for (const Parameter* p : parameters) {
-    const Tensor& value = p->value();
+    const Tensor value = p->value().to(Device::cpu());
     for (int64_t i = 0; i < value.numel(); ++i) {
       const double x = value.item(i);
       if (!std::isfinite(x)) {
@@ -74,6 +81,7 @@ EvalResult evaluate(const VisionTransformer& model, data::Loader& loader, int64_
   for (int64_t i = 0; i < batches; ++i) {
     data::Batch batch = loader.next();
     if (batch.labels.numel() == 0) continue;
+    move_batch(batch, model.device());
     Tensor logits = model.forward(autograd::Variable(batch.images)).value();
     Tensor probs;
     loss_sum += ops::cross_entropy_forward(logits, batch.labels, 0.0, probs) * double(batch.labels.numel());
@@ -167,6 +175,7 @@ EvalResult Trainer::run(const std::function<void(const StepReport&)>& on_step, d
   while (step_ < config_.steps) {
     data::Batch batch = train_.next();
     if (batch.labels.numel() == 0) continue;  // every image of the batch was unreadable
+    move_batch(batch, model_.device());
     double lr = config_.schedule.lr_at(step_);
     optimizer_->set_lr(lr);
     autograd::Variable logits = model_.forward(autograd::Variable(batch.images));

@@ -68,6 +68,12 @@ int64_t VisionTransformer::parameter_count() const {
   return total;
 }
 
+void VisionTransformer::to(Device device) {
+  for (Parameter* p : parameters_) p->to(device);
+}
+
+Device VisionTransformer::device() const { return parameters_.front()->value().device(); }
+
 void VisionTransformer::reset_head(int num_classes, uint64_t seed) {
   VITUNE_CHECK(num_classes >= 0 && num_classes <= 1000000, "a head needs 0 to 1000000 classes, got ", num_classes);
   config_.num_classes = num_classes;

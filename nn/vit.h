@@ -31,6 +31,13 @@ class VisionTransformer {
   Parameter* find_parameter(const std::string& name) const;
   int64_t parameter_count() const;
 
+  // Moves every parameter (values and mask indices) to `device`; gradients are dropped.
+  // Parameters made afterwards (reset_head, add_lora) start on the host: move the model
+  // after changing its structure.
+  void to(Device device);
+  // The device of the parameters (of the first one: to() keeps them together).
+  Device device() const;
+
   // timm's initialisation: linear and patch weights and pos_embed truncated normal with
   // std 0.02, cls_token normal with std 1e-6, biases 0, LayerNorms 1 and 0. Counter-based:
   // parameter i draws from stream i of `seed`.
