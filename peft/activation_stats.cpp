@@ -20,7 +20,7 @@ constexpr const char* kPatchesName = "patches";
 // summed over the tokens in order.
 constexpr int64_t kFeatureBlock = 256;
 
-// sums[b * F + f] = sum over t, in order, of |x[b, t, f]| (x [B, T, F]).
+// sums[b * F + f] = sum over t, in order, of |x[b, t, f]| (x [B, T, F] on the host).
 std::vector<double> per_image_abs_sums(const Tensor& x) {
   const int64_t batch = x.dim(0), tokens = x.dim(1), features = x.dim(2);
   std::vector<double> sums(size_t(batch * features), 0.0);
@@ -75,7 +75,8 @@ void ActivationStats::add_activation(size_t layer, const Tensor& value) {
                    value.dim(2) == measured.in_features,
                "activation statistics: ", measured.input_name, " is ", value.str(), ", expected [B, ",
                measured.tokens_per_image, ", ", measured.in_features, "] for ", measured.weight_name);
-  const std::vector<double> per_image = per_image_abs_sums(value);
+  // An activation on a CUDA device is copied to the host once and reduced there.
+  const std::vector<double> per_image = per_image_abs_sums(value.to(Device::cpu()));
   std::vector<double>& total = sums_[layer];
   const size_t features = total.size();
   for (int64_t b = 0; b < value.dim(0); ++b) {
@@ -91,8 +92,9 @@ void ActivationStats::add_batch(const Tensor& images) {
                "activation statistics: images are ", images.str(), ", expected [B, ", c.in_chans, ", ",
                c.img_size, ", ", c.img_size, "] for this model");
   autograd::NoGradGuard no_tape;
+  // The patches are cut on the images' device; the forward pass runs on the model's.
   add_activation(0, ops::patchify(images, c.patch));
-  model_.features(autograd::Variable(images), [this](const std::string& name, const Tensor& value) {
+  model_.features(autograd::Variable(images.to(model_.device())), [this](const std::string& name, const Tensor& value) {
     auto found = layer_of_input_.find(name);
     if (found != layer_of_input_.end()) add_activation(found->second, value);
   });

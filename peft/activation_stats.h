@@ -6,7 +6,10 @@
 //
 // Determinism: each image's tokens are summed per feature in double, in token order,
 // and the images are then added in the order they arrive. The same images in the same
-// order give the same bits whatever the batch split and the thread count.
+// order give the same bits whatever the batch split and the thread count. A model on a
+// CUDA device runs its forward pass there; each observed activation is copied to the
+// host once and reduced there, so the sums are the same bits on every device for the
+// same activations.
 #pragma once
 
 #include <cstdint>
@@ -37,8 +40,8 @@ class ActivationStats {
  public:
   explicit ActivationStats(const nn::VisionTransformer& model);
 
-  // Runs the model forward (no tape) on images [B, C, H, W] and adds every image's
-  // per-feature sums of |a|, in batch order.
+  // Runs the model forward (no tape) on images [B, C, H, W] (on any device: they are
+  // moved to the model's) and adds every image's per-feature sums of |a|, in batch order.
   void add_batch(const Tensor& images);
 
   const std::vector<MeasuredLayer>& layers() const { return layers_; }

@@ -44,7 +44,8 @@ const std::string& required_metadata(const nn::SafetensorsFile& file, const std:
 void check_means(const std::string& path, const std::string& name, const Tensor& mean, int64_t in_features) {
   VITUNE_CHECK(mean.dtype() == DType::F64 && mean.ndim() == 1 && mean.dim(0) == in_features, path, ": anchor ",
                name, " is ", mean.str(), ", expected f64[", in_features, "]");
-  const double* values = mean.data<double>();
+  const Tensor host = mean.to(Device::cpu());
+  const double* values = host.data<double>();
   for (int64_t k = 0; k < in_features; ++k) {
     VITUNE_CHECK(std::isfinite(values[k]) && values[k] >= 0, path, ": anchor ", name, "[", k, "] = ", values[k],
                  ", expected a finite mean |activation| >= 0");

@@ -41,7 +41,7 @@ double gelu_lipschitz() {
 double layer_norm_bound(const nn::LayerNorm& norm, double min_token_std) {
   VITUNE_CHECK(min_token_std > 0, "layer_norm_bound(", norm.weight.name(),
                "): the smallest token deviation must be positive, got ", min_token_std);
-  const std::vector<double> gamma = norm.weight.value().to(DType::F64).to_vector<double>();
+  const std::vector<double> gamma = norm.weight.value().to(Device::cpu()).to(DType::F64).to_vector<double>();
   double largest = 0;
   for (double g : gamma) largest = std::max(largest, std::fabs(g));
   return largest / min_token_std;
@@ -59,11 +59,12 @@ std::vector<AttentionHeadNorms> attention_head_norms(const nn::MultiHeadAttentio
                "attention_head_norms(", attention.qkv.weight.name(), "): expected qkv [3D, D] and proj [D, D] with D ",
                "divisible by ", heads, " heads, got ", qkv_weight.str(), " and ", proj_weight.str());
   const int64_t head_dim = dim / heads;
-  const std::vector<double> wqkv = qkv_weight.to(DType::F64).to_vector<double>();
-  const std::vector<double> wo = proj_weight.to(DType::F64).to_vector<double>();
+  // The weights are read on the host, wherever the model lives.
+  const std::vector<double> wqkv = qkv_weight.to(Device::cpu()).to(DType::F64).to_vector<double>();
+  const std::vector<double> wo = proj_weight.to(Device::cpu()).to(DType::F64).to_vector<double>();
   std::vector<double> bq(size_t(dim), 0.0);
   if (attention.qkv.bias.value().defined()) {
-    std::vector<double> b = attention.qkv.bias.value().to(DType::F64).to_vector<double>();
+    std::vector<double> b = attention.qkv.bias.value().to(Device::cpu()).to(DType::F64).to_vector<double>();
     std::copy(b.begin(), b.begin() + dim, bq.begin());
   }
   const double inv_sqrt = 1.0 / std::sqrt(double(head_dim));

@@ -1,7 +1,8 @@
 // Upper bounds on the plasticity of each ViT component, from its weights and from
 // what the data showed of its inputs. Each holds for every pair of inputs that satisfy
 // the stated condition, so it bounds the mean over such pairs too. docs/plasticity.md
-// derives them.
+// derives them. The weights may be on any device: they are copied to the host and the
+// bounds are computed there.
 #pragma once
 
 #include <cstdint>

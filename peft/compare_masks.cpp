@@ -7,8 +7,9 @@ namespace vitune::peft {
 
 namespace {
 
-// |a ∩ b| for sorted, unique i64 lists, by one merge pass.
-int64_t sorted_intersection(const Tensor& a, const Tensor& b) {
+// |a ∩ b| for sorted, unique i64 lists (on any device), by one merge pass on the host.
+int64_t sorted_intersection(const Tensor& a_on_any, const Tensor& b_on_any) {
+  const Tensor a = a_on_any.to(Device::cpu()), b = b_on_any.to(Device::cpu());
   const int64_t* x = a.data<int64_t>();
   const int64_t* y = b.data<int64_t>();
   int64_t i = 0, j = 0, common = 0;

@@ -33,7 +33,8 @@ std::string head_hash(const nn::VisionTransformer& model) {
     if (!is_head(p->name())) continue;
     add(p->name().data(), p->name().size() + 1);
     for (int64_t d : p->shape()) add(&d, sizeof d);
-    add(p->value().raw(), p->value().nbytes());
+    const Tensor host = p->value().to(Device::cpu());
+    add(host.raw(), host.nbytes());
   }
   char text[17];
   std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
@@ -45,8 +46,10 @@ void check_f32(const nn::Parameter& p, const char* which) {
                p.value().str(), ", expected f32");
 }
 
-// The entries of `now` whose bits differ from `before` (same shape, f32).
-ModelDelta::Sparse changed_entries(const std::string& name, const Tensor& before, const Tensor& now) {
+// The entries of `now` whose bits differ from `before` (same shape, f32, any devices),
+// compared on the host.
+ModelDelta::Sparse changed_entries(const std::string& name, const Tensor& before_on_any, const Tensor& now_on_any) {
+  const Tensor before = before_on_any.to(Device::cpu()), now = now_on_any.to(Device::cpu());
   const auto* a = static_cast<const uint32_t*>(before.raw());
   const auto* b = static_cast<const uint32_t*>(now.raw());
   std::vector<int64_t> indices;
@@ -77,7 +80,8 @@ int64_t metadata_count(const std::map<std::string, std::string>& metadata, const
   return value;
 }
 
-void check_sorted_unique(const std::string& source, const std::string& name, const Tensor& indices) {
+void check_sorted_unique(const std::string& source, const std::string& name, const Tensor& indices_on_any) {
+  const Tensor indices = indices_on_any.to(Device::cpu());
   const int64_t* index = indices.data<int64_t>();
   for (int64_t i = 0; i < indices.numel(); ++i) {
     VITUNE_CHECK(index[i] >= 0, source, ": tensor '", kIndicesPrefix, name, "' has a negative index ", index[i],
@@ -112,7 +116,7 @@ ModelDelta make_delta(const nn::VisionTransformer& base, const nn::VisionTransfo
     check_f32(*p, "finetuned");
     const nn::Parameter* b = base.find_parameter(p->name());
     if (b == nullptr || b->shape() != p->shape()) {
-      delta.whole.emplace_back(p->name(), p->value().clone());
+      delta.whole.emplace_back(p->name(), p->value().to(Device::cpu()).clone());
       continue;
     }
     ModelDelta::Sparse changed = changed_entries(p->name(), b->value(), p->value());
@@ -203,6 +207,8 @@ std::unique_ptr<nn::VisionTransformer> apply_delta(const nn::VisionTransformer& 
       nn::VitConfig::from_json(required_metadata(delta.metadata, "vit_config", source), source, base.config());
   auto model = std::make_unique<nn::VisionTransformer>(config);
 
+  // The model is rebuilt on the host (the delta's tensors are there) and moved to the
+  // base's device at the end.
   std::map<std::string, const Tensor*> whole;
   for (const auto& [name, value] : delta.whole) {
     VITUNE_CHECK(whole.emplace(name, &value).second, source, ": '", name, "' is stored whole twice");
@@ -233,16 +239,18 @@ std::unique_ptr<nn::VisionTransformer> apply_delta(const nn::VisionTransformer& 
     seen[s.name] = true;
     VITUNE_CHECK(base.find_parameter(s.name) != nullptr, source, ": '", s.name,
                  "' has changed entries but the base has no such tensor");
-    const int64_t last = s.indices.numel() > 0 ? s.indices.data<int64_t>()[s.indices.numel() - 1] : -1;
+    const Tensor indices = s.indices.to(Device::cpu());
+    const int64_t last = indices.numel() > 0 ? indices.data<int64_t>()[indices.numel() - 1] : -1;
     VITUNE_CHECK(last < p->numel(), source, ": tensor '", kIndicesPrefix, s.name, "' holds index ", last,
                  ", beyond the ", p->numel(), " entries of ", shape_str(p->shape()));
-    check_sorted_unique(source, s.name, s.indices);
+    check_sorted_unique(source, s.name, indices);
     Tensor flat = p->mutable_value().reshape({-1});
-    ops::scatter(flat, s.indices, s.values);
+    ops::scatter(flat, indices, s.values.to(Device::cpu()));
   }
   const std::string& expected_result = required_metadata(delta.metadata, "finetuned_hash", source);
   VITUNE_CHECK(backbone_hash(*model) == expected_result, source, ": the rebuilt model's backbone hash ",
                backbone_hash(*model), " differs from the finetuned model's ", expected_result);
+  model->to(base.device());
   return model;
 }
 

@@ -37,7 +37,8 @@ struct ModelDelta {
 };
 
 // The delta that turns `base` into `finetuned`. Every parameter of the base must exist
-// in the finetuned model; both must be f32 (as loaded models are).
+// in the finetuned model; both must be f32 (as loaded models are). The models may be on
+// any devices; the delta's tensors are on the host.
 ModelDelta make_delta(const nn::VisionTransformer& base, const nn::VisionTransformer& finetuned);
 
 // Written atomically.
@@ -49,7 +50,8 @@ ModelDelta load_delta(const std::string& path);
 // The finetuned model rebuilt from `base` and `delta`. Refuses a base whose backbone
 // (or, when the delta has sparse head entries, head) differs from the one the delta was
 // made against, and checks every index against its parameter's size and every whole
-// tensor's shape; `source` names the delta in errors.
+// tensor's shape; `source` names the delta in errors. The rebuilt model is on the
+// base's device.
 std::unique_ptr<nn::VisionTransformer> apply_delta(const nn::VisionTransformer& base, const ModelDelta& delta,
                                                    const std::string& source);
 

@@ -10,7 +10,8 @@
 
 namespace vitune::peft {
 
-Tensor feature_growth(const Tensor& down, const Tensor& anchor) {
+Tensor feature_growth(const Tensor& down_on_any, const Tensor& anchor_on_any) {
+  const Tensor down = down_on_any.to(Device::cpu()), anchor = anchor_on_any.to(Device::cpu());
   VITUNE_CHECK(down.dtype() == DType::F64 && anchor.dtype() == DType::F64 && down.ndim() == 1 &&
                    down.shape() == anchor.shape(),
                "GD-FPS growth: expected task and anchor statistics f64[in] of one size, got ", down.str(), " and ",
@@ -30,13 +31,16 @@ Tensor feature_growth(const Tensor& down, const Tensor& anchor) {
   return growth;
 }
 
-Tensor gdfps_scores(const Tensor& weight, const Tensor& growth) {
+Tensor gdfps_scores(const Tensor& weight, const Tensor& growth_on_any) {
+  const Tensor growth = growth_on_any.to(Device::cpu());
   VITUNE_CHECK(weight.ndim() >= 2 && growth.dtype() == DType::F64 && growth.ndim() == 1 &&
                    weight.numel() == weight.dim(0) * growth.numel(),
                "GD-FPS scores: weight ", weight.str(), " cannot be read as [out, ", growth.numel(),
                "] for a growth vector ", growth.str());
   const int64_t rows = weight.dim(0), cols = growth.numel();
-  const Tensor w = weight.dtype() == DType::F64 ? weight : weight.to(DType::F64);
+  // One layer's weight is small: it is scored on the host, wherever the model lives.
+  const Tensor host = weight.to(Device::cpu());
+  const Tensor w = host.dtype() == DType::F64 ? host : host.to(DType::F64);
   Tensor scores({rows, cols}, DType::F64);
   const double* wv = w.data<double>();
   const double* g = growth.data<double>();

@@ -21,11 +21,13 @@
 
 namespace vitune::peft {
 
-// growth_k as above; down and anchor f64 [in], finite and >= 0.
+// growth_k as above; down and anchor f64 [in], finite and >= 0, on any device. The
+// result is on the host, like everything below: a layer's scores are small.
 Tensor feature_growth(const Tensor& down, const Tensor& anchor);
 
 // f64 [out, in]: |W[j, k]| * growth_k, where `weight` is read as [out, in] (a patch
-// weight [D, C, p, p] as [D, C*p*p]) and growth is f64 [in].
+// weight [D, C, p, p] as [D, C*p*p]) and growth is f64 [in]; the weight may be on a
+// CUDA device (it is copied to the host once).
 Tensor gdfps_scores(const Tensor& weight, const Tensor& growth);
 
 // GD-FPS selection of the named weights of `model` (each a measured layer): the scores

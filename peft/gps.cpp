@@ -84,7 +84,14 @@ std::vector<std::pair<std::string, Tensor>> gps_scores(nn::VisionTransformer& mo
 
   if (options.loss == GpsLoss::CrossEntropy) {
     SavedHead restore_head_on_return(model);
+    const Device device = model.device();
     model.reset_head(dataset.num_classes(), options.seed);
+    // The fresh head is drawn on the host (the same values on every device) and joins
+    // the rest of the model.
+    if (model.head) {
+      model.head->weight.to(device);
+      model.head->bias.to(device);
+    }
     data::Loader loader(dataset, eval_view, loader_options(options, options.seed));
     int64_t remaining = loader.batches_per_epoch();
     return gps_scores_from_batches(model, names, options.loss, options.temperature, [&](GpsBatch& batch) {

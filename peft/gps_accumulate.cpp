@@ -81,11 +81,19 @@ void check_batch(const GpsBatch& batch, GpsLoss loss, int64_t number) {
   }
 }
 
-// [a; b] along the first dimension (same shape and dtype for images, i64 for labels).
+// The batch's tensors on `device` (the model's); the loaders make them on the host.
+void move_batch(GpsBatch& batch, Device device) {
+  batch.images = batch.images.to(device);
+  if (batch.second_view.defined()) batch.second_view = batch.second_view.to(device);
+  batch.labels = batch.labels.to(device);
+}
+
+// [a; b] along the first dimension (same shape and dtype for images, i64 for labels),
+// on a's device.
 Tensor stack_rows(const Tensor& a, const Tensor& b) {
   Shape shape = a.shape();
   shape[0] = a.dim(0) + b.dim(0);
-  Tensor out(shape, a.dtype());
+  Tensor out(shape, a.dtype(), a.device());
   out.rows(0, a.dim(0)).copy_from(a);
   out.rows(a.dim(0), shape[0]).copy_from(b);
   return out;
@@ -100,14 +108,16 @@ Variable batch_loss(const nn::VisionTransformer& model, const GpsBatch& batch, G
   return autograd::supervised_contrastive(features, stack_rows(batch.labels, batch.labels), temperature);
 }
 
-// |g| as f32 (zeros when no gradient reached the parameter).
+// |g| as f32 on the host (zeros when no gradient reached the parameter). A gradient on
+// a CUDA device is copied to the host once, after the last batch.
 Tensor absolute_f32(const nn::Parameter& p) {
   Tensor out = Tensor::zeros(p.shape(), DType::F32);
   if (!p.grad().defined()) return out;
+  const Tensor grad = p.grad().to(Device::cpu());
   float* o = out.data<float>();
-  cpu::dispatch_float(p.grad(), "GPS scores", [&](auto zero) {
+  cpu::dispatch_float(grad, "GPS scores", [&](auto zero) {
     using T = decltype(zero);
-    const T* g = p.grad().data<T>();
+    const T* g = grad.data<T>();
     for (int64_t i = 0; i < out.numel(); ++i) o[i] = float(std::fabs(g[i]));
   });
   return out;
@@ -132,8 +142,10 @@ std::vector<std::pair<std::string, Tensor>> gps_scores_from_batches(nn::VisionTr
   // batch order: after the last one they hold the sum.
   GpsBatch batch;
   int64_t count = 0;
+  const Device device = model.device();
   while (next_batch(batch)) {
     check_batch(batch, loss, count);
+    move_batch(batch, device);
     autograd::backward(batch_loss(model, batch, loss, temperature));
     ++count;
   }

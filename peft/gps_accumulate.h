@@ -35,7 +35,9 @@ using GpsBatchSource = std::function<bool(GpsBatch& batch)>;
 // batch gradients add up in their gradients, in the model's dtype, as in the GPS code.
 // Every freeze state is restored on return (also when it throws), and every parameter's
 // gradient is dropped. At least one batch is required; with the contrastive loss the
-// head ("head.*") cannot be named.
+// head ("head.*") cannot be named. The batches may be made on the host: each is moved
+// to the model's device, where the forward and backward passes and the accumulation
+// run; the scores are on the host.
 std::vector<std::pair<std::string, Tensor>> gps_scores_from_batches(nn::VisionTransformer& model,
                                                                     const std::vector<std::string>& names,
                                                                     GpsLoss loss, double temperature,

@@ -22,10 +22,12 @@ const char* const kRequiredMetadata[] = {"format", "format_version", "method", "
                                          "fully_trainable"};
 
 // Indices must be i64 [n], each in [0, size), strictly increasing; size -1: unknown.
+// They are read on the host.
 void check_indices(const std::string& path, const std::string& name, const Tensor& indices, int64_t size) {
   VITUNE_CHECK(indices.dtype() == DType::I64 && indices.ndim() == 1, path, ": mask tensor ", name, " is ",
                indices.str(), ", expected i64[n] (sorted flat indices)");
-  const int64_t* values = indices.data<int64_t>();
+  const Tensor host = indices.to(Device::cpu());
+  const int64_t* values = host.data<int64_t>();
   for (int64_t i = 0; i < indices.numel(); ++i) {
     VITUNE_CHECK(values[i] >= 0, path, ": mask tensor ", name, " has a negative index ", values[i], " (entry ", i,
                  ")");

@@ -32,7 +32,8 @@ SelectionMask load_mask(const std::string& path);
 // Sets every parameter's freeze state from the mask: selected tensors train at their
 // entries, fully trainable ones in full, all others are frozen. Checks the model's
 // backbone hash against the mask's, every name, and every index against the tensor's
-// size (errors name `source`, the mask file).
+// size (errors name `source`, the mask file). The indices are checked on the host and
+// go to each parameter's device with its freeze state.
 void apply_mask(nn::VisionTransformer& model, const SelectionMask& mask, const std::string& source);
 
 }  // namespace vitune::peft

@@ -25,8 +25,10 @@ uint64_t add_bytes(uint64_t h, const void* data, size_t n) {
   return h;
 }
 
+// The value's f32 bits as they are on the host, so a model hashes the same on any device.
 uint64_t add_values(uint64_t h, const Tensor& value) {
-  Tensor f = value.dtype() == DType::F32 ? value : value.to(DType::F32);
+  const Tensor host = value.to(Device::cpu());
+  const Tensor f = host.dtype() == DType::F32 ? host : host.to(DType::F32);
   const auto* bytes = reinterpret_cast<const unsigned char*>(f.data<float>());
   const size_t n = static_cast<size_t>(f.numel()) * sizeof(float);
   size_t i = 0;

@@ -47,7 +47,7 @@ bool parse_block_name(const std::string& name, int& block, std::string& step) {
   return true;
 }
 
-// x [B, n, d] zero-padded to [B, n, width] (width >= d).
+// x [B, n, d], on the host, zero-padded to a new host tensor [B, n, width] (width >= d).
 Tensor pad_features(const Tensor& x, int64_t width) {
   const int64_t d = x.dim(-1), rows = x.numel() / d;
   VITUNE_CHECK(width >= d, "pad_features: cannot pad ", d, " features to ", width);
@@ -60,8 +60,11 @@ Tensor pad_features(const Tensor& x, int64_t width) {
   return out;
 }
 
-// The reference protocol's component `component` of `block` applied to x0 [B, n, d].
-Tensor reference_component(const nn::Block& block, PlasticityComponent component, const Tensor& x0) {
+// The reference protocol's component `component` of `block` applied to x0 [B, n, d],
+// on x0's device; `x0_host` is x0 on the host (the same tensor for a host x0), where
+// fc2's zero padding is made.
+Tensor reference_component(const nn::Block& block, PlasticityComponent component, const Tensor& x0,
+                           const Tensor& x0_host) {
   const Variable x(x0);
   switch (component) {
     case PlasticityComponent::Ln1: return block.norm1.forward(x).value();
@@ -69,7 +72,9 @@ Tensor reference_component(const nn::Block& block, PlasticityComponent component
     case PlasticityComponent::Ln2: return block.norm2.forward(x).value();
     case PlasticityComponent::Fc1: return block.mlp.fc1.forward(x).value();
     case PlasticityComponent::Fc2:
-      return block.mlp.fc2.forward(Variable(pad_features(x0, block.mlp.fc2.weight.value().dim(1)))).value();
+      return block.mlp.fc2
+          .forward(Variable(pad_features(x0_host, block.mlp.fc2.weight.value().dim(1)).to(x0.device())))
+          .value();
     case PlasticityComponent::Block: break;
   }
   throw Error("reference_component: the reference protocol has no such component");
@@ -116,7 +121,8 @@ const std::vector<PlasticityComponent>& protocol_components(PlasticityProtocol p
 double min_token_std(const Tensor& x, double eps) {
   VITUNE_CHECK(x.ndim() >= 1 && x.dtype() == DType::F32, "min_token_std: expected an f32 tensor, got ", x.str());
   const int64_t d = x.dim(-1), tokens = d > 0 ? x.numel() / d : 0;
-  const float* p = x.data<float>();
+  const Tensor host = x.to(Device::cpu());
+  const float* p = host.data<float>();
   double smallest = std::numeric_limits<double>::infinity();
   for (int64_t t = 0; t < tokens; ++t) {
     const float* token = p + t * d;
@@ -134,7 +140,8 @@ double min_token_std(const Tensor& x, double eps) {
 void add_token_norms(const Tensor& x, BlockInputStats& stats) {
   VITUNE_CHECK(x.ndim() >= 1 && x.dtype() == DType::F32, "add_token_norms: expected an f32 tensor, got ", x.str());
   const int64_t d = x.dim(-1), tokens = d > 0 ? x.numel() / d : 0;
-  const float* p = x.data<float>();
+  const Tensor host = x.to(Device::cpu());
+  const float* p = host.data<float>();
   for (int64_t t = 0; t < tokens; ++t) {
     double squares = 0;
     for (int64_t k = 0; k < d; ++k) squares += double(p[t * d + k]) * double(p[t * d + k]);
@@ -169,17 +176,23 @@ void PlasticityMeter::add_batch(const Tensor& images) {
   std::map<std::string, Tensor> grams;  // "<block>.<step>" -> Gram matrix
   {
     autograd::NoGradGuard no_grad;
-    model_.forward(Variable(images), [&](const std::string& name, const Tensor& value) {
+    model_.forward(Variable(images.to(model_.device())), [&](const std::string& name, const Tensor& value) {
       int block = 0;
       std::string step;
       if (!parse_block_name(name, block, step) || block < 0 || size_t(block) >= inputs_.size()) return;
+      const bool token_statistics = step == "norm1_in" || step == "norm2_in" || step == "norm1_out";
+      const bool gram = std::find(wanted.begin(), wanted.end(), step) != wanted.end();
+      if (!token_statistics && !gram) return;
+      // An activation on a CUDA device is copied to the host once: the token statistics
+      // and the Gram matrix's slices are read there, and the Gram's products run on the
+      // activation's device. A host activation is used as it is.
+      const Tensor host = value.to(Device::cpu());
       const nn::Block& b = *model_.blocks[size_t(block)];
       BlockInputStats& in = inputs_[size_t(block)];
-      if (step == "norm1_in") in.ln1_min_std = std::min(in.ln1_min_std, min_token_std(value, b.norm1.eps));
-      if (step == "norm2_in") in.ln2_min_std = std::min(in.ln2_min_std, min_token_std(value, b.norm2.eps));
-      if (step == "norm1_out") add_token_norms(value, in);
-      if (std::find(wanted.begin(), wanted.end(), step) != wanted.end())
-        grams[std::to_string(block) + "." + step] = gram_matrix(value);
+      if (step == "norm1_in") in.ln1_min_std = std::min(in.ln1_min_std, min_token_std(host, b.norm1.eps));
+      if (step == "norm2_in") in.ln2_min_std = std::min(in.ln2_min_std, min_token_std(host, b.norm2.eps));
+      if (step == "norm1_out") add_token_norms(host, in);
+      if (gram) grams[std::to_string(block) + "." + step] = gram_matrix(host, value.device());
     });
   }
   for (size_t block = 0; block < inputs_.size(); ++block) {
@@ -198,7 +211,7 @@ void PlasticityMeter::add_batch(const Tensor& images) {
 Tensor PlasticityMeter::embed(const Tensor& images) const {
   Tensor embedding;
   autograd::NoGradGuard no_grad;
-  model_.forward(Variable(images), [&](const std::string& name, const Tensor& value) {
+  model_.forward(Variable(images.to(model_.device())), [&](const std::string& name, const Tensor& value) {
     if (name == "blocks.0.norm1_in") embedding = value;
   });
   VITUNE_CHECK(embedding.defined(), "PlasticityMeter: the forward pass did not report blocks.0.norm1_in");
@@ -212,20 +225,25 @@ void PlasticityMeter::add_paired_batch(const Tensor& reference_images, const Ten
   check_images(images, model_.config(), "PlasticityMeter::add_paired_batch (images)");
   VITUNE_CHECK(reference_images.dim(0) == images.dim(0), "PlasticityMeter::add_paired_batch: ", reference_images.dim(0),
                " reference images but ", images.dim(0), " images; pairs need as many of each");
+  // The embeddings stay on the model's device for the components; their host copies,
+  // made once per batch, serve the distances, the token statistics and fc2's padding.
   const Tensor x_ref = embed(reference_images), x = embed(images);
-  const std::vector<double> input = matched_distances(x_ref, x);
-  const std::vector<double> scale = matched_scales(x_ref, x);
+  const Tensor x_ref_host = x_ref.to(Device::cpu()), x_host = x.to(Device::cpu());
+  const std::vector<double> input = matched_distances(x_ref_host, x_host);
+  const std::vector<double> scale = matched_scales(x_ref_host, x_host);
   autograd::NoGradGuard no_grad;
   for (size_t block = 0; block < inputs_.size(); ++block) {
     const nn::Block& b = *model_.blocks[block];
     BlockInputStats& in = inputs_[block];
-    in.ln1_min_std = std::min({in.ln1_min_std, min_token_std(x_ref, b.norm1.eps), min_token_std(x, b.norm1.eps)});
-    in.ln2_min_std = std::min({in.ln2_min_std, min_token_std(x_ref, b.norm2.eps), min_token_std(x, b.norm2.eps)});
-    add_token_norms(x_ref, in);
-    add_token_norms(x, in);
+    in.ln1_min_std =
+        std::min({in.ln1_min_std, min_token_std(x_ref_host, b.norm1.eps), min_token_std(x_host, b.norm1.eps)});
+    in.ln2_min_std =
+        std::min({in.ln2_min_std, min_token_std(x_ref_host, b.norm2.eps), min_token_std(x_host, b.norm2.eps)});
+    add_token_norms(x_ref_host, in);
+    add_token_norms(x_host, in);
     for (size_t c = 0; c < components_.size(); ++c) {
-      const std::vector<double> output =
-          matched_distances(reference_component(b, components_[c], x_ref), reference_component(b, components_[c], x));
+      const std::vector<double> output = matched_distances(reference_component(b, components_[c], x_ref, x_ref_host),
+                                                            reference_component(b, components_[c], x, x_host));
       add_matched_ratios(input, scale, output, stats(int(block), c), counts(int(block), c));
     }
   }

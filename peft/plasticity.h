@@ -79,6 +79,8 @@ class PlasticityMeter {
   // The model must outlive the meter and carry no LoRA adapter (merge it first).
   PlasticityMeter(const nn::VisionTransformer& model, PlasticityOptions options);
 
+  // Images may be on any device: the forward pass runs on the model's (docs/plasticity.md
+  // says which parts run where).
   // Paper protocol: one no-grad forward of images [B, C, H, W]; all B(B-1)/2 pairs.
   void add_batch(const Tensor& images);
   // Reference protocol: pairs (reference_images[k], images[k]) of two batches of one shape.
@@ -102,10 +104,11 @@ class PlasticityMeter {
 };
 
 // The smallest sqrt(variance + eps) over the tokens (last dimension) of x, variance
-// over the d features by two passes in double: the LayerNorm bound's data term.
+// over the d features by two passes in double: the LayerNorm bound's data term. x may
+// be on any device; it is read on the host (pass a host copy to read it only once).
 double min_token_std(const Tensor& x, double eps);
 // Adds the Euclidean norm of every token (last dimension) of x to `stats`' attention
-// input statistics (largest, sum and count).
+// input statistics (largest, sum and count). x is read on the host, like min_token_std's.
 void add_token_norms(const Tensor& x, BlockInputStats& stats);
 
 }  // namespace vitune::peft

@@ -9,11 +9,11 @@ namespace vitune::peft {
 
 namespace {
 
-// Columns [0, count) of a 2-D tensor, as a new f64 tensor.
+// Columns [0, count) of a 2-D tensor on any device, as a new f64 tensor on the host.
 Tensor leading_columns(const Tensor& m, int64_t count) {
   const int64_t rows = m.dim(0), cols = m.dim(1);
   VITUNE_CHECK(count <= cols, "leading_columns: ", count, " of ", m.str());
-  const std::vector<double> v = m.to(DType::F64).to_vector<double>();
+  const std::vector<double> v = m.to(Device::cpu()).to(DType::F64).to_vector<double>();
   Tensor out({rows, count}, DType::F64);
   double* o = out.data<double>();
   for (int64_t r = 0; r < rows; ++r)

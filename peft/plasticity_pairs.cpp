@@ -63,13 +63,15 @@ void check_matched(const Tensor& a, const Tensor& b, const char* what) {
 
 }  // namespace
 
-Tensor gram_matrix(const Tensor& x) {
+Tensor gram_matrix(const Tensor& x) { return gram_matrix(x, x.device()); }
+
+Tensor gram_matrix(const Tensor& x, Device products_on) {
   check_batch(x, "gram_matrix");
   const int64_t batch = x.dim(0), width = batch > 0 ? x.numel() / batch : 0;
-  Tensor gram = Tensor::zeros({batch, batch}, DType::F64);
-  // Column slices of the flattened batch, converted to double one at a time and
-  // accumulated in a fixed order: G = sum over slices of X_s X_s^T.
-  const Tensor flat = x.reshape({batch, width});
+  Tensor gram = Tensor::zeros({batch, batch}, DType::F64, products_on);
+  // Column slices of the flattened batch, converted to double one at a time on the host
+  // and accumulated in a fixed order on `products_on`: G = sum over slices of X_s X_s^T.
+  const Tensor flat = x.reshape({batch, width}).to(Device::cpu());
   for (int64_t first = 0; first < width; first += kGramSlice) {
     const int64_t count = std::min(kGramSlice, width - first);
     Tensor slice({batch, count}, DType::F64);
@@ -77,13 +79,15 @@ Tensor gram_matrix(const Tensor& x) {
       copy_columns<float>(flat, first, slice);
     else
       copy_columns<double>(flat, first, slice);
-    ops::gemm(false, true, 1.0, slice, slice, 1.0, gram);
+    const Tensor slice_there = slice.to(products_on);
+    ops::gemm(false, true, 1.0, slice_there, slice_there, 1.0, gram);
   }
-  return gram;
+  return gram.to(Device::cpu());
 }
 
-std::vector<double> pair_distances(const Tensor& gram) {
-  check_gram(gram, "pair_distances");
+std::vector<double> pair_distances(const Tensor& gram_on_any) {
+  check_gram(gram_on_any, "pair_distances");
+  const Tensor gram = gram_on_any.to(Device::cpu());
   const int64_t n = gram.dim(0);
   const double* g = gram.data<double>();
   std::vector<double> out;
@@ -93,8 +97,9 @@ std::vector<double> pair_distances(const Tensor& gram) {
   return out;
 }
 
-std::vector<double> matched_distances(const Tensor& a, const Tensor& b) {
-  check_matched(a, b, "matched_distances");
+std::vector<double> matched_distances(const Tensor& a_on_any, const Tensor& b_on_any) {
+  check_matched(a_on_any, b_on_any, "matched_distances");
+  const Tensor a = a_on_any.to(Device::cpu()), b = b_on_any.to(Device::cpu());
   auto square_difference = [](double x, double y) { return (x - y) * (x - y); };
   std::vector<double> out =
       a.dtype() == DType::F32 ? row_sums<float>(a, b, square_difference) : row_sums<double>(a, b, square_difference);
@@ -102,8 +107,9 @@ std::vector<double> matched_distances(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-std::vector<double> matched_scales(const Tensor& a, const Tensor& b) {
-  check_matched(a, b, "matched_scales");
+std::vector<double> matched_scales(const Tensor& a_on_any, const Tensor& b_on_any) {
+  check_matched(a_on_any, b_on_any, "matched_scales");
+  const Tensor a = a_on_any.to(Device::cpu()), b = b_on_any.to(Device::cpu());
   auto square_a = [](double x, double) { return x * x; };
   auto square_b = [](double, double y) { return y * y; };
   const bool f32 = a.dtype() == DType::F32;
@@ -119,8 +125,9 @@ void add_pair_ratios(const Tensor& input_gram, const Tensor& output_gram, Runnin
   VITUNE_CHECK(input_gram.dim(0) == output_gram.dim(0), "add_pair_ratios: ", input_gram.dim(0), " inputs but ",
                output_gram.dim(0), " outputs");
   const int64_t n = input_gram.dim(0);
-  const double* gi = input_gram.data<double>();
-  const double* go = output_gram.data<double>();
+  const Tensor input_host = input_gram.to(Device::cpu()), output_host = output_gram.to(Device::cpu());
+  const double* gi = input_host.data<double>();
+  const double* go = output_host.data<double>();
   for (int64_t a = 0; a < n; ++a) {
     for (int64_t b = a + 1; b < n; ++b) {
       const double in = squared_distance(gi, n, a, b);

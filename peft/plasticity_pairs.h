@@ -4,6 +4,10 @@
 // from the Gram matrix G = X X^T in double: |x_a - x_b|^2 = G_aa + G_bb - 2 G_ab, clamped
 // at 0, with X converted to double a slice of 8192 columns at a time; beyond the batch
 // itself memory is O(B^2 + B * 8192) whatever the number of pairs.
+//
+// Devices: a batch may live on a CUDA device. It is then copied to the host once, the
+// slices are converted to double there and the f64 products run on the device; every
+// distance and ratio is computed on the host, from Gram matrices that are on the host.
 #pragma once
 
 #include <cstdint>
@@ -14,14 +18,18 @@
 
 namespace vitune::peft {
 
-// G = X X^T, f64 [B, B], for a float tensor x [B, ...] (f64 GEMMs over column slices).
+// G = X X^T, f64 [B, B] on the host, for a float tensor x [B, ...] on any device (f64
+// GEMMs over column slices, on x's device).
 Tensor gram_matrix(const Tensor& x);
+// The same with the GEMMs on `products_on`, for a batch already copied to the host from
+// that device.
+Tensor gram_matrix(const Tensor& x, Device products_on);
 
 // |x_a - x_b| for every pair a < b, in the order (0,1), (0,2), ..., (0,B-1), (1,2), ...
 std::vector<double> pair_distances(const Tensor& gram);
 
-// |a_k - b_k| for every k of two float batches of one shape [B, ...], by direct
-// differences accumulated in double.
+// |a_k - b_k| for every k of two float batches of one shape [B, ...] (on any device;
+// read on the host), by direct differences accumulated in double.
 std::vector<double> matched_distances(const Tensor& a, const Tensor& b);
 
 // Counts of the pairs seen by the functions below.

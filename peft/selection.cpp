@@ -103,8 +103,9 @@ RowSelection top_k_per_row(const Tensor& scores, int64_t k) {
   VITUNE_CHECK(k >= 1, "top-K per row: K = ", k, ", expected K >= 1");
   const int64_t rows = scores.dim(0), cols = scores.dim(1);
   const int64_t kept = std::min(k, cols);
-  // Infinite scores become NaN, which topk_rows never selects.
-  Tensor finite = scores.to(DType::F64);
+  // Infinite scores become NaN, which topk_rows never selects. One layer's scores are
+  // ranked on the host, whatever device they come from.
+  Tensor finite = scores.to(Device::cpu()).to(DType::F64);
   double* values = finite.data<double>();
   for (int64_t i = 0; i < finite.numel(); ++i) {
     if (std::isinf(values[i])) values[i] = std::numeric_limits<double>::quiet_NaN();
@@ -146,7 +147,7 @@ RowSelection random_per_row(int64_t rows, int64_t cols, int64_t k, uint64_t seed
 }
 
 RowSelection magnitude_per_row(const Tensor& weight, int64_t k) {
-  Tensor magnitude = as_rows(weight).to(DType::F64);
+  Tensor magnitude = as_rows(weight).to(Device::cpu()).to(DType::F64);
   double* values = magnitude.data<double>();
   for (int64_t i = 0; i < magnitude.numel(); ++i) values[i] = std::fabs(values[i]);
   return top_k_per_row(magnitude, k);

@@ -43,8 +43,9 @@ struct RowSelection {
   Tensor indices;          // sorted flat indices j * in + k, i64
   int64_t short_rows = 0;  // rows that got fewer than K (non-finite scores left out)
 };
-// The min(K, in) largest scores of each row of `scores` [out, in] (f32 or f64); ties go
-// to the lower column index; NaN and infinite scores are never selected.
+// The min(K, in) largest scores of each row of `scores` [out, in] (f32 or f64, on any
+// device; ranked on the host); ties go to the lower column index; NaN and infinite
+// scores are never selected. The indices are on the host.
 RowSelection top_k_per_row(const Tensor& scores, int64_t k);
 
 // min(K, in) distinct columns per row, uniform, from the counter-based generator:
@@ -52,7 +53,8 @@ RowSelection top_k_per_row(const Tensor& scores, int64_t k);
 // stream = p * 2^32 + j) and keeps its first K entries.
 RowSelection random_per_row(int64_t rows, int64_t cols, int64_t k, uint64_t seed, uint64_t parameter_index);
 
-// The min(K, in) largest |W[j, k]| of each row, ties to the lower column.
+// The min(K, in) largest |W[j, k]| of each row, ties to the lower column (the weight
+// may be on any device; it is read on the host).
 RowSelection magnitude_per_row(const Tensor& weight, int64_t k);
 
 // Reads `weight` as [out, in] (a patch weight [D, C, p, p] as [D, C*p*p]).

@@ -46,7 +46,7 @@ double spectral_norm(const Tensor& matrix, double relative_tolerance) {
   VITUNE_CHECK(relative_tolerance > 0, "spectral_norm: relative_tolerance must be positive, got ", relative_tolerance);
   const int64_t rows = matrix.dim(0), cols = matrix.dim(1);
   if (rows == 0 || cols == 0) return 0.0;
-  const std::vector<double> m = matrix.to(DType::F64).to_vector<double>();
+  const std::vector<double> m = matrix.to(Device::cpu()).to(DType::F64).to_vector<double>();
   bool all_zero = true;
   for (double x : m) {
     VITUNE_CHECK(std::isfinite(x), "spectral_norm: the matrix ", matrix.str(), " holds ", x);
