@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/device_options.h"
 #include "cli/model_options.h"
 #include "cli/progress.h"
 #include "cli/run_options.h"
@@ -18,6 +19,7 @@ namespace {
 
 struct AnchorOptions {
   ModelOptions model;
+  DeviceOptions device;
   std::string data;
   int64_t images = 0;
   int64_t batch_size = 64;
@@ -29,6 +31,8 @@ struct AnchorOptions {
 
 void run_anchor(const AnchorOptions& options) {
   nn::LoadedVit loaded = options.model.load_model();
+  const Device device = options.device.select();
+  loaded.model->to(device);
   const nn::VisionTransformer& model = *loaded.model;
   const data::DatasetSpec spec = data::parse_dataset_spec(options.data);
   std::shared_ptr<const data::Dataset> dataset = data::open_dataset(spec);
@@ -53,6 +57,7 @@ void run_anchor(const AnchorOptions& options) {
   nlohmann::ordered_json results = {{"command", "anchor"}, {"model", options.model.path},
                                     {"model_hash", hash},  {"data", spec.canonical()},
                                     {"images", stats.images()}, {"out", options.out}};
+  add_device_memory(device, results);
   write_results(options.results, results, progress.seconds());
 }
 
@@ -65,6 +70,7 @@ void add_anchor_command(CLI::App& app) {
   command->add_option("--model", options->model.path, "Checkpoint (timm/Hugging Face .safetensors, .npz)")
       ->required();
   options->model.add_to(*command);
+  options->device.add_to(*command);
   command->add_option("--data", options->data, "Pretraining data: a dataset spec (see the README)")->required();
   command->add_option("--images", options->images, "Use the first N images of the data (default: all)")
       ->check(CLI::NonNegativeNumber);

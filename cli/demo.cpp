@@ -18,6 +18,7 @@
 #include "cli/child_process.h"
 #include "cli/commands.h"
 #include "cli/demo_report.h"
+#include "engine/device.h"
 #include "engine/error.h"
 
 namespace vitune::cli {
@@ -36,6 +37,7 @@ struct DemoOptions {
   int k = 4;
   int lora_rank = 2;
   int jobs = 2;
+  std::string device = "cpu";
 };
 
 // One step of the demo: a vitune command line and where its results land.
@@ -65,6 +67,7 @@ void run_steps(const std::vector<Step>& steps, const DemoOptions& options) {
     if (int(running.size()) >= options.jobs) finish_one();
     std::vector<std::string> args{"--threads", std::to_string(threads_each)};
     args.insert(args.end(), step.args.begin(), step.args.end());
+    args.insert(args.end(), {"--device", options.device});
     const std::string log = options.out + "/logs/" + step.id + ".out";
     std::ofstream(log) << command_line(args) << "\n";
     running.push_back(start_vitune(args, step.id, log));
@@ -163,7 +166,12 @@ void add_demo_command(CLI::App& app) {
   command->add_option("--jobs", options->jobs, "Steps run side by side, one thread each")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
-  command->callback([options] { run_demo(*options); });
+  command->add_option("--device", options->device, "Where every step computes: cpu, cuda or cuda:N")
+      ->capture_default_str();
+  command->callback([options] {
+    parse_device(options->device, "--device");
+    run_demo(*options);
+  });
 }
 
 }  // namespace vitune::cli

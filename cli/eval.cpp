@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/device_options.h"
 #include "cli/model_options.h"
 #include "cli/progress.h"
 #include "cli/run_options.h"
@@ -12,6 +13,7 @@ namespace {
 
 struct EvalOptions {
   ModelOptions model;
+  DeviceOptions device;
   DataOptions data;
   OutputOptions output;
 };
@@ -19,6 +21,8 @@ struct EvalOptions {
 void run_eval(const EvalOptions& options) {
   nn::LoadedVit loaded = options.model.load_model();
   VITUNE_CHECK(loaded.model->head, options.model.path, ": the model has no head (num_classes 0) to evaluate");
+  const Device device = options.device.select();
+  loaded.model->to(device);
   OpenedData eval = open_eval_data(options.data.eval_spec, options.data, loaded.model->config());
   VITUNE_CHECK(eval.dataset->num_classes() <= loaded.model->config().num_classes, options.data.eval_spec, ": has ",
                eval.dataset->num_classes(), " classes but the model's head has ", loaded.model->config().num_classes);
@@ -34,6 +38,7 @@ void run_eval(const EvalOptions& options) {
                                     {"data", eval.canonical_spec},
                                     {"eval", eval_json(result)},
                                     {"skipped_images", eval.loader->skipped_images()}};
+  add_device_memory(device, results);
   write_results(options.output.results, results, progress.seconds());
 }
 
@@ -46,6 +51,7 @@ void add_eval_command(CLI::App& app) {
   options->model.add_to(*command);
   options->data.add_to(*command, false);
   options->output.add_to(*command, false);
+  options->device.add_to(*command);
   command->callback([options] { run_eval(*options); });
 }
 

@@ -138,6 +138,7 @@ void add_finetune_command(CLI::App& app) {
   options->run.data.add_to(*command, true);
   options->run.optim.add_to(*command);
   options->run.output.add_to(*command, true);
+  options->run.device.add_to(*command);
   command->callback([options, train, targets, alpha] {
     options->train_given = train->count() > 0;
     options->lora_targets_given = targets->count() > 0;

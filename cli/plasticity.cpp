@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/device_options.h"
 #include "cli/model_options.h"
 #include "cli/plots.h"
 #include "cli/progress.h"
@@ -28,6 +29,7 @@ namespace {
 
 struct PlasticityCommandOptions {
   ModelOptions model;
+  DeviceOptions device;
   std::string data;
   std::string reference_data;
   std::string out;
@@ -202,6 +204,8 @@ void run_plasticity(const PlasticityCommandOptions& options) {
                ": the paper protocol pairs images within a batch, so it needs at least 2");
 
   nn::LoadedVit loaded = options.model.load_model();
+  const Device device = options.device.select();
+  loaded.model->to(device);
   const nn::VisionTransformer& model = *loaded.model;
   ImageSource downstream = open_images(options.data, options, model.config());
   ImageSource reference_source;
@@ -218,9 +222,10 @@ void run_plasticity(const PlasticityCommandOptions& options) {
     data::Batch batch = downstream.loader->next();
     const int64_t take = std::min(batch.images.dim(0), total - done);
     if (reference)
-      meter.add_paired_batch(reference_source.loader->next().images.rows(0, take), batch.images.rows(0, take));
+      meter.add_paired_batch(reference_source.loader->next().images.rows(0, take).to(device),
+                             batch.images.rows(0, take).to(device));
     else
-      meter.add_batch(batch.images.rows(0, take));
+      meter.add_batch(batch.images.rows(0, take).to(device));
     done += take;
     progress.update(done);
   }
@@ -261,6 +266,7 @@ void add_plasticity_command(CLI::App& app) {
       "plasticity", "Plasticity (average rate of change) of every component of every block, with its bound");
   command->add_option("--model", options->model.path, "Checkpoint (timm/Hugging Face .safetensors, .npz)")->required();
   options->model.add_to(*command);
+  options->device.add_to(*command);
   command->add_option("--data", options->data, "Images to measure on: a dataset spec (see the README)")->required();
   command->add_option("--out", options->out, "Write the results JSON here")->required();
   command->add_option("--csv", options->csv, "Also write a CSV: one row per block and component");

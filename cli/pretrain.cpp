@@ -43,6 +43,7 @@ void add_pretrain_command(CLI::App& app) {
   options->run.data.add_to(*command, true);
   options->run.optim.add_to(*command);
   options->run.output.add_to(*command, true);
+  options->run.device.add_to(*command);
   command->callback([options] { run_pretrain(*options); });
 }
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/device_options.h"
 #include "cli/model_options.h"
 #include "cli/progress.h"
 #include "cli/run_options.h"
@@ -25,6 +26,7 @@ namespace {
 
 struct SelectOptions {
   ModelOptions model;
+  DeviceOptions device;
   std::string method;
   std::string anchor;
   std::string data;
@@ -146,12 +148,15 @@ void run_select(const SelectOptions& options) {
   check_flags(options);
   nn::LoadedVit loaded = options.model.load_model();
   nn::VisionTransformer& model = *loaded.model;
+  const Device device = options.device.select();
+  model.to(device);
   const peft::SelectionPolicy policy = policy_of(options);
   const peft::PolicyTargets targets = peft::resolve_policy(model, policy);
   TaskData task;
   if (!options.data.empty()) task = open_task_data(options);
 
   reset_peak_memory(Device::cpu());
+  reset_peak_memory(device);
   reset_flop_counter();
   const auto start = std::chrono::steady_clock::now();
   std::vector<peft::TensorSelection> selections;
@@ -171,7 +176,7 @@ void run_select(const SelectOptions& options) {
     selections = select_without_data(model, targets.selectable, options);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const int64_t peak = memory_stats(Device::cpu()).peak_bytes;
+  const int64_t peak = memory_stats(Device::cpu()).peak_bytes;  // host: the CPU run's figure
   const int64_t images = task.dataset ? task.dataset->size() : 0;
   const double flops_per_image = images > 0 ? double(flops_counted()) / double(images) : 0.0;
 
@@ -209,6 +214,7 @@ void run_select(const SelectOptions& options) {
                                     {"short_rows", short_rows},
                                     {"fully_trainable", mask.fully_trainable},
                                     {"tensors", tensors}};
+  add_device_memory(device, results);
   write_results(options.results, results, seconds);
 }
 
@@ -222,6 +228,7 @@ void add_select_command(CLI::App& app) {
   command->add_option("--model", options->model.path, "Checkpoint (timm/Hugging Face .safetensors, .npz)")
       ->required();
   options->model.add_to(*command);
+  options->device.add_to(*command);
   command->add_option("--anchor", options->anchor, "GD-FPS prior anchor (from `vitune anchor`)");
   command->add_option("--data", options->data, "Task data: a dataset spec (gdfps and gps)");
   command->add_option("--k", options->k, "Weights selected per output row")->required()->check(CLI::PositiveNumber);

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/device_options.h"
 #include "cli/model_options.h"
 #include "nn/safetensors.h"
 
@@ -14,6 +15,7 @@ namespace {
 
 struct TraceOptions {
   ModelOptions model;
+  DeviceOptions device;
   std::string images_path;
   std::string out_path;
   double smoothing = 0.0;
@@ -58,6 +60,10 @@ void run_trace(const TraceOptions& options) {
   Tensor labels = read_labels(input, images.dim(0), model.config().num_classes);
   VITUNE_CHECK(!labels.defined() || model.head, options.model.path,
                ": the model has no head (num_classes 0), so labels cannot give a loss");
+  const Device device = options.device.select();
+  model.to(device);
+  images = images.to(device);
+  if (labels.defined()) labels = labels.to(device);
 
   std::vector<std::pair<std::string, Tensor>> out;
   std::vector<std::pair<std::string, Tensor>> activations;
@@ -90,6 +96,7 @@ void add_trace_command(CLI::App& app) {
   command->add_option("--model", options->model.path, "Checkpoint (timm/Hugging Face .safetensors or .npz)")
       ->required();
   options->model.add_to(*command);
+  options->device.add_to(*command);
   command->add_option("--images", options->images_path,
                       "safetensors file with 'images' [B,C,H,W] (f32, or u8 read as value/255) and "
                       "optionally 'labels' [B] (i64)")

@@ -44,6 +44,8 @@ void train_and_report(const std::string& command, nn::VisionTransformer& model, 
                       nlohmann::ordered_json results) {
   const OutputOptions& out = options.output;
   VITUNE_CHECK(!out.resume || !out.checkpoint.empty(), "--resume needs --checkpoint");
+  const Device device = options.device.select();
+  model.to(device);
   OpenedData train = open_training_data(options.data, model.config(), out.seed);
   OpenedData eval;
   if (!options.data.eval_spec.empty()) eval = open_eval_data(options.data.eval_spec, options.data, model.config());
@@ -54,6 +56,7 @@ void train_and_report(const std::string& command, nn::VisionTransformer& model, 
   const int64_t total = model.parameter_count();
 
   reset_peak_memory(Device::cpu());
+  reset_peak_memory(device);
   nn::Trainer trainer(model, config, *train.loader);
   if (out.resume) trainer.resume(out.checkpoint);
   const int64_t first_step = trainer.step();
@@ -68,7 +71,7 @@ void train_and_report(const std::string& command, nn::VisionTransformer& model, 
       },
       eval.loader.get());
   progress.finish(note);
-  const int64_t peak_bytes = memory_stats(Device::cpu()).peak_bytes;
+  const int64_t peak_bytes = memory_stats(device).peak_bytes;  // the device's when on a GPU
   double seconds = progress.seconds();
   double images_per_second = double((config.steps - first_step) * options.data.batch_size) / seconds;
 
@@ -87,6 +90,7 @@ void train_and_report(const std::string& command, nn::VisionTransformer& model, 
   results["trainable_parameters"] = trainable;
   results["total_parameters"] = total;
   results["peak_memory_bytes"] = peak_bytes;
+  add_device_memory(device, results);
   results["mean_step_seconds"] = step_timer.mean_seconds();
   results["timed_steps"] = step_timer.timed_steps();
   results["skipped_images"] = train.loader->skipped_images();
@@ -100,10 +104,10 @@ void train_and_report(const std::string& command, nn::VisionTransformer& model, 
                 100 * last.top5, (long long)last.examples, eval.canonical_spec.c_str());
   }
   write_results(out.results, results, seconds);
-  std::printf("%s: %lld of %lld parameters trainable (%.3f%%), peak memory %.1f MiB, mean step %.4f s\n",
+  std::printf("%s: %lld of %lld parameters trainable (%.3f%%), peak %s memory %.1f MiB, mean step %.4f s\n",
               command.c_str(), (long long)trainable, (long long)total,
-              100.0 * double(trainable) / double(std::max<int64_t>(1, total)), double(peak_bytes) / (1 << 20),
-              step_timer.mean_seconds());
+              100.0 * double(trainable) / double(std::max<int64_t>(1, total)), device.str().c_str(),
+              double(peak_bytes) / (1 << 20), step_timer.mean_seconds());
   std::printf("%s: %lld steps in %.1f s (%.0f images/s); model written to %s%s\n", command.c_str(),
               (long long)(config.steps - first_step), seconds, images_per_second, out.model_out.c_str(),
               merge_lora ? " (LoRA merged into the weights)" : "");

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/device_options.h"
 #include "cli/run_options.h"
 #include "nn/vit.h"
 
@@ -17,9 +18,11 @@ struct RunOptions {
   DataOptions data;
   OptimOptions optim;
   OutputOptions output;
+  DeviceOptions device;
 };
 
-// `results` comes in with the command's own fields and goes out with the rest.
+// `results` comes in with the command's own fields and goes out with the rest. The model
+// is moved to --device first (its structure must be final).
 void train_and_report(const std::string& command, nn::VisionTransformer& model, const RunOptions& options,
                       nlohmann::ordered_json results);
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 
+#include "engine/cuda/cuda_info.h"
 #include "nn/safetensors.h"
 #include "test_faults_support.h"
 #include "test_util.h"
@@ -70,6 +71,20 @@ class BadInput : public ::testing::Test {
 };
 std::string* BadInput::folder_ = nullptr;
 std::string* BadInput::spec_ = nullptr;
+
+TEST_F(BadInput, DeviceFlags) {
+  const std::vector<std::string> eval = {"eval", "--model", model(), "--data", spec(), "--loader-threads", "1"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> arguments = eval;
+    arguments.insert(arguments.end(), extra.begin(), extra.end());
+    return arguments;
+  };
+  expect_error(with({"--device", "gpu"}), {"--device: expected cpu, cuda or cuda:N", "'gpu'"});
+  expect_error(with({"--tf32"}), {"--tf32 applies to CUDA GEMMs only"});
+  if (cuda::device_count() == 0) {
+    expect_error(with({"--device", "cuda:0"}), {"--device cuda:0: "});
+  }
+}
 
 TEST_F(BadInput, MissingModelFile) {
   expect_eval_error(path("absent.safetensors"),
