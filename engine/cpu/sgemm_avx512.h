@@ -1,5 +1,5 @@
-// vitune's own fp32 GEMM for CPUs with AVX-512: B packed once per block of K and shared
-// by the threads, A packed per block of rows, an 8 x 32 register-tile micro-kernel.
+// vitune's own fp32 GEMM for CPUs with AVX-512: B packed once and shared by the threads,
+// A packed per group of rows, C blocked to stay in L2, a 12 x 32 register-tile micro-kernel.
 #pragma once
 
 #include <cstdint>

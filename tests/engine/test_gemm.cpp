@@ -1,6 +1,13 @@
-// GEMM: OpenBLAS-backed ops::gemm and gemm_batched against the plain-loop reference in
-// every transpose combination, with alpha and beta, in f32 and f64; panel splitting
-// gives the same bits for any thread count; bad shapes are errors; FLOPs are counted.
+// GEMM: ops::gemm and gemm_batched (vitune's AVX-512 kernel or OpenBLAS) and the AVX-512
+// kernel on strided operands against the plain-loop reference in every transpose
+// combination, with alpha and beta, in f32 and f64; results have the same bits for any
+// thread count; bad shapes are errors; FLOPs are counted.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "engine/cpu/sgemm_avx512.h"
 #include "engine/flop_counter.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
@@ -59,7 +66,7 @@ TEST(Gemm, LargeProductsSplitIntoPanelsMatchTheReferenceAndAnyThreadCount) {
 }
 
 TEST(Gemm, LongSumsSpanningSeveralBlocksOfKMatchTheReference) {
-  // K beyond one packed block (768) in every transpose combination, with beta.
+  // K beyond several packed blocks of K in every transpose combination, with beta.
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
       Tensor a = random_matrix(operand(ta, 19, 1700), DType::F32, 10);
@@ -71,6 +78,60 @@ TEST(Gemm, LongSumsSpanningSeveralBlocksOfKMatchTheReference) {
       EXPECT_TRUE(tensors_close(c, expected, {1e-3, 1e-4}, "long K"));
     }
   }
+}
+
+// The AVX-512 kernel itself, on strided operands: every row of A, B and C is padded
+// (lda, ldb, ldc beyond the width, the padding filled with NaN so that a read of it would
+// show), at sizes around its register tile (12 x 32), its blocks of K and of C, in every
+// transpose combination; 1 to 4 threads give the same bits.
+TEST(Gemm, Avx512KernelOnPaddedOperandsAroundItsTileAndBlockEdges) {
+  if (!cpu::has_avx512()) GTEST_SKIP() << "this CPU has no AVX-512: the kernel is never used here";
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const int64_t shapes[][3] = {{1, 1, 1}, {11, 31, 7}, {12, 32, 256}, {13, 33, 257},
+                               {25, 65, 300}, {193, 257, 129}, {200, 40, 600}};
+  int before = num_threads();
+  for (const auto& mnk : shapes) {
+    const int64_t m = mnk[0], n = mnk[1], k = mnk[2];
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
+        const int64_t lda = a_cols + 5, ldb = b_cols + 3, ldc = n + 7;
+        Tensor a = random_matrix({a_rows, a_cols}, DType::F32, 20);
+        Tensor b = random_matrix({b_rows, b_cols}, DType::F32, 21);
+        Tensor c = random_matrix({m, n}, DType::F32, 22);
+        std::vector<float> pa(a_rows * lda, nan), pb(b_rows * ldb, nan);
+        for (int64_t r = 0; r < a_rows; ++r)
+          for (int64_t j = 0; j < a_cols; ++j) pa[r * lda + j] = a.data<float>()[r * a_cols + j];
+        for (int64_t r = 0; r < b_rows; ++r)
+          for (int64_t j = 0; j < b_cols; ++j) pb[r * ldb + j] = b.data<float>()[r * b_cols + j];
+        Tensor expected = c.to(DType::F64);
+        ops::gemm_reference(ta, tb, 0.75, a.to(DType::F64), b.to(DType::F64), -0.5, expected);
+        std::vector<float> first;
+        for (int threads : {1, 2, 3, 4}) {
+          set_num_threads(threads);
+          std::vector<float> pc(m * ldc, nan);
+          for (int64_t r = 0; r < m; ++r)
+            for (int64_t j = 0; j < n; ++j) pc[r * ldc + j] = c.data<float>()[r * n + j];
+          cpu::sgemm_avx512(ta, tb, m, n, k, 0.75f, pa.data(), lda, pb.data(), ldb, -0.5f, pc.data(), ldc);
+          const std::string where = "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" +
+                                    std::to_string(k) + " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb);
+          for (int64_t r = 0; r < m; ++r)
+            for (int64_t j = n; j < ldc; ++j) ASSERT_TRUE(std::isnan(pc[r * ldc + j])) << where << ": padding of C written";
+          Tensor got({m, n});
+          for (int64_t r = 0; r < m; ++r)
+            for (int64_t j = 0; j < n; ++j) got.data<float>()[r * n + j] = pc[r * ldc + j];
+          if (threads == 1) {
+            EXPECT_TRUE(tensors_close(got, expected, {1e-4, 1e-4}, where));
+            first = pc;
+          } else {
+            EXPECT_EQ(0, std::memcmp(first.data(), pc.data(), pc.size() * sizeof(float)))
+                << where << ": " << threads << " threads differ from 1";
+          }
+        }
+      }
+    }
+  }
+  set_num_threads(before);
 }
 
 TEST(Gemm, LeadingDimensionsFoldIntoRows) {
