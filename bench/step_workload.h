@@ -1,6 +1,7 @@
 // The workload the ViT step benchmarks time: a model with timm's initialisation, one
 // batch of normal random images with uniform random labels, and PyTorch's SGD with
-// momentum 0.9; and the Fashion-MNIST ViT configuration they start from.
+// momentum 0.9, all on one device (the host, or a CUDA device); and the Fashion-MNIST
+// ViT configuration they start from.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 
 #include "autograd/functions.h"
 #include "autograd/variable.h"
+#include "engine/device.h"
 #include "engine/random.h"
 #include "nn/optimizer.h"
 #include "nn/vit.h"
@@ -30,16 +32,20 @@ inline nn::VitConfig fmnist_config() {
 }
 
 struct StepWorkload {
-  StepWorkload(const nn::VitConfig& config, int64_t batch) : model(config) {
+  // The model, images and labels are made on the host from the same seeds whatever the
+  // device, then moved to `device`; the optimizer's state is made there.
+  StepWorkload(const nn::VitConfig& config, int64_t batch, Device device = Device::cpu()) : model(config) {
     model.init_weights(0);
+    model.to(device);
     Tensor pixels({batch, config.in_chans, config.img_size, config.img_size});
     fill_normal(pixels, 1, 0, 0.0, 1.0);
-    images = autograd::Variable(pixels);
-    labels = Tensor({batch}, DType::I64);
-    int64_t* label = labels.data<int64_t>();
+    images = autograd::Variable(pixels.to(device));
+    Tensor host_labels({batch}, DType::I64);
+    int64_t* label = host_labels.data<int64_t>();
     for (int64_t i = 0; i < batch; ++i) {
       label[i] = int64_t(uniform01(1, 1, uint64_t(i)) * float(config.num_classes)) % config.num_classes;
     }
+    labels = host_labels.to(device);
     nn::SgdOptions options;
     options.lr = 0.01;
     options.momentum = 0.9;
