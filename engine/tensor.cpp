@@ -18,12 +18,16 @@ std::string shape_str(const Shape& shape) {
   return out + "]";
 }
 
+// At most this many elements, so that the byte size of any dtype (8 bytes at most)
+// fits int64_t and size_t.
+constexpr int64_t kMaxElements = std::numeric_limits<int64_t>::max() / 8;
+
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
     VITUNE_CHECK(d >= 0, "negative dimension in shape ", shape_str(shape));
-    VITUNE_CHECK(d == 0 || n <= std::numeric_limits<int64_t>::max() / d, "shape ",
-                 shape_str(shape), " has more elements than can be counted");
+    VITUNE_CHECK(d == 0 || n <= kMaxElements / d, "shape ", shape_str(shape),
+                 " has more elements than can be counted");
     n *= d;
   }
   return n;
@@ -66,7 +70,7 @@ Tensor Tensor::view_of(std::shared_ptr<Storage> storage, size_t offset, Shape sh
   t.shape_ = std::move(shape);
   t.numel_ = shape_numel(t.shape_);
   t.dtype_ = dtype;
-  VITUNE_CHECK(offset + t.nbytes() <= storage->bytes(), "view of ", t.nbytes(), " bytes at offset ",
+  VITUNE_CHECK(offset <= storage->bytes() && t.nbytes() <= storage->bytes() - offset, "view of ", t.nbytes(), " bytes at offset ",
                offset, " overruns a block of ", storage->bytes(), " bytes");
   t.storage_ = std::move(storage);
   t.offset_ = offset;

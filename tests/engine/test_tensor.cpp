@@ -35,6 +35,19 @@ TEST(Tensor, MisuseIsAClearError) {
   EXPECT_THROW(Tensor({-1, 2}), Error);
 }
 
+// A shape whose byte size would overflow is refused before anything is allocated: 2^61
+// f64 elements are 2^64 bytes, one past what size_t holds.
+TEST(Tensor, AShapeWhoseBytesCannotBeCountedIsAClearError) {
+  const int64_t half = int64_t(1) << 31;
+  try {
+    Tensor t({half, half / 2, 2}, DType::F64);
+    ADD_FAILURE() << "no error for a 2^61-element tensor";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("more elements than can be counted"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(Tensor({std::numeric_limits<int64_t>::max(), 2}, DType::U8), Error);
+}
+
 TEST(Tensor, ConversionsBetweenNumericDtypes) {
   Tensor t = Tensor::from_vector<float>({4}, {-2.5f, 0.0f, 1.0f, 255.0f});
   EXPECT_EQ(t.to(DType::F64).to_vector<double>(), (std::vector<double>{-2.5, 0, 1, 255}));
