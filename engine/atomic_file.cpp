@@ -1,7 +1,10 @@
-// Atomic file replacement: temporary file, checked writes, fsync, rename, folder fsync.
+// Atomic file replacement: temporary file, checked writes, fsync, rename, folder fsync,
+// and the removal of temporaries that killed writers left behind.
 #include "engine/atomic_file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -40,6 +43,26 @@ void sync_folder(const std::string& path) {
   }
 }
 
+// The temporary files of `path` that earlier writers left when they were killed
+// mid-write: `<name>.tmp.<pid>` next to it whose process no longer exists. A live
+// writer's file (its pid exists) is never touched. Best effort: a file that cannot be
+// listed or removed stays.
+void remove_abandoned_temporaries(const std::string& path) {
+  const std::string folder = parent_folder(path);
+  const std::string prefix = path.substr(path.find_last_of('/') + 1) + ".tmp.";
+  DIR* dir = ::opendir(folder.c_str());
+  if (dir == nullptr) return;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string digits = name.substr(prefix.size());
+    if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = pid_t(std::stol(digits));
+    if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) ::unlink((folder + "/" + name).c_str());
+  }
+  ::closedir(dir);
+}
+
 }  // namespace
 
 void write_file_atomically(const std::string& path, const std::function<void(std::FILE*)>& write) {
@@ -76,6 +99,7 @@ void write_file_atomically(const std::string& path, const std::function<void(std
     discard_and_throw("renaming the temporary file '" + temp + "' into place failed", errno);
   }
   sync_folder(path);
+  remove_abandoned_temporaries(path);
 }
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {

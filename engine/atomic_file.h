@@ -12,7 +12,9 @@ namespace vitune {
 // Calls `write` with a stream open on a temporary file next to `path`, then makes that
 // file `path`. Any failure (a throwing `write`, a write error such as a full disk, a
 // failed flush, sync or rename) throws vitune::Error naming the file and the reason,
-// removes the temporary file and leaves any previous file at `path` untouched.
+// removes the temporary file and leaves any previous file at `path` untouched. After a
+// successful write, temporary files of `path` left by writers that were killed (their
+// process is gone) are removed.
 void write_file_atomically(const std::string& path, const std::function<void(std::FILE*)>& write);
 
 // Replaces the file at `path` with `bytes`, as above.

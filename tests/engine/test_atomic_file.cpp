@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 #include <stdexcept>
@@ -102,6 +103,33 @@ TEST(AtomicFile, ThrowingWriterKeepsOldFileAndRemovesTemporary) {
                std::runtime_error);
   EXPECT_EQ(read_raw(path), "old contents");
   EXPECT_EQ(list_folder(folder), std::vector<std::string>{"model.bin"});
+}
+
+// A writer killed mid-write leaves `<name>.tmp.<pid>`; the next successful write of the
+// same file removes it, but never the temporary of a live process or of another file.
+TEST(AtomicFile, TemporariesOfKilledWritersAreRemovedByTheNextWrite) {
+  TempFolder folder_owner("abandoned");
+  const std::string& folder = folder_owner.str();
+  std::fflush(nullptr);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  const std::string dead = std::to_string(child), live = std::to_string(::getppid());
+  const std::vector<std::string> leftovers = {"model.bin.tmp." + dead, "model.bin.tmp." + live,
+                                              "other.bin.tmp." + dead, "model.bin.tmp.notapid"};
+  for (const std::string& name : leftovers) {
+    std::FILE* file = std::fopen((folder + "/" + name).c_str(), "wb");
+    ASSERT_NE(file, nullptr) << name;
+    std::fclose(file);
+  }
+  write_file_atomically(folder + "/model.bin", std::string("contents"));
+  std::vector<std::string> names = list_folder(folder);
+  std::sort(names.begin(), names.end());
+  std::vector<std::string> expected = {"model.bin", "model.bin.tmp." + live, "model.bin.tmp.notapid",
+                                       "other.bin.tmp." + dead};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(names, expected);
 }
 
 // A file size limit makes write(2) fail with EFBIG, as a full disk fails with ENOSPC.
