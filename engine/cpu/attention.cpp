@@ -11,6 +11,7 @@
 
 #include "engine/cpu/check.h"
 #include "engine/cpu/vector_math.h"
+#include "engine/op_checks.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
@@ -34,20 +35,14 @@ int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / mult
 
 // Sizes of one call: qkv [batch, tokens, 3 * dim], dim = heads * head_dim; tokens and
 // head_dim rounded up to whole tiles for the scratch buffers.
-struct AttentionShape {
-  int64_t batch, tokens, dim, heads, head_dim;
+struct AttentionShape : op_checks::AttentionShape {
   int64_t padded_tokens, padded_head_dim;
 };
 
 AttentionShape attention_shape(const Tensor& qkv, int heads, const char* op) {
   cpu::check_float(qkv, op);
-  VITUNE_CHECK(heads >= 1, op, ": heads must be positive, got ", heads);
-  VITUNE_CHECK(qkv.ndim() == 3 && qkv.dim(2) > 0 && qkv.dim(2) % (3 * int64_t(heads)) == 0, op,
-               ": qkv must be [batch, tokens, 3 * dim] with dim divisible by heads = ", heads,
-               ", got ", qkv.str());
-  const int64_t tokens = qkv.dim(1), dim = qkv.dim(2) / 3, head_dim = dim / heads;
-  const int64_t padded_tokens = round_up(tokens, kPad), padded_head_dim = round_up(head_dim, kPad);
-  return {qkv.dim(0), tokens, dim, heads, head_dim, padded_tokens, padded_head_dim};
+  const op_checks::AttentionShape s = op_checks::attention_shape(qkv, heads, op);
+  return {s, round_up(s.tokens, kPad), round_up(s.head_dim, kPad)};
 }
 
 // c[i, j] = sum_{p < k} a(i, p) b[p * ldb + j] for i < m, j < n, with m a multiple of
@@ -294,14 +289,7 @@ Tensor attention_backward(const Tensor& dctx, const Tensor& qkv, const Tensor& p
   const AttentionShape s = attention_shape(qkv, heads, op);
   cpu::check_host(dctx, op);
   cpu::check_host(probs, op);
-  VITUNE_CHECK(dctx.dtype() == qkv.dtype() && dctx.shape() == Shape({s.batch, s.tokens, s.dim}),
-               op, ": dctx must be ", dtype_name(qkv.dtype()),
-               shape_str({s.batch, s.tokens, s.dim}), " to match qkv ", qkv.str(), ", got ",
-               dctx.str());
-  const Shape probs_shape{s.batch, s.heads, s.tokens, s.tokens};
-  VITUNE_CHECK(probs.dtype() == qkv.dtype() && probs.shape() == probs_shape, op,
-               ": probs must be ", dtype_name(qkv.dtype()), shape_str(probs_shape),
-               " to match qkv ", qkv.str(), " with ", heads, " heads, got ", probs.str());
+  op_checks::check_attention_grads(s, dctx, qkv, probs, op);
   Tensor dqkv(qkv.shape(), qkv.dtype());
   cpu::dispatch_float(qkv, op, [&](auto zero) {
     using T = decltype(zero);

@@ -26,6 +26,14 @@ inline void check_same(const Tensor& a, const Tensor& b, const char* op) {
                b.str(), " differ in shape or dtype");
 }
 
+// The operands of a backward pass: x is a float tensor on the host and dy, the gradient
+// with respect to the output, has x's shape and dtype.
+inline void check_output_grad(const Tensor& dy, const Tensor& x, const char* op) {
+  check_float(x, op);
+  check_host(dy, op);
+  check_same(dy, x, op);
+}
+
 // Calls f.template operator()<T>() with T = float or double after the dtype of t.
 template <typename F>
 auto dispatch_float(const Tensor& t, const char* op, F&& f) {

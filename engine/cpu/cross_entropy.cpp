@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "engine/cpu/check.h"
+#include "engine/op_checks.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
@@ -16,20 +17,15 @@ namespace {
 void check_arguments(const Tensor& scores, const char* scores_name, const Tensor& labels,
                      double smoothing, const char* op) {
   cpu::check_float(scores, op);
-  VITUNE_CHECK(scores.ndim() == 2 && scores.dim(0) > 0 && scores.dim(1) > 0, op, ": ",
-               scores_name, " must be [batch, classes] with both non-empty, got ", scores.str());
-  const int64_t batch = scores.dim(0), classes = scores.dim(1);
-  cpu::check_host(labels, op);
-  VITUNE_CHECK(labels.dtype() == DType::I64 && labels.ndim() == 1 && labels.dim(0) == batch, op,
-               ": labels must be i64[", batch, "] to match ", scores_name, " ", scores.str(),
-               ", got ", labels.str());
+  const op_checks::ClassScores shape =
+      op_checks::class_scores(scores, scores_name, labels, op, cpu::check_host);
+  const int64_t batch = shape.batch, classes = shape.classes;
   const int64_t* label = labels.data<int64_t>();
   for (int64_t b = 0; b < batch; ++b) {
     VITUNE_CHECK(label[b] >= 0 && label[b] < classes, op, ": label ", label[b], " of row ", b,
                  " is outside [0, ", classes, ")");
   }
-  VITUNE_CHECK(smoothing >= 0 && smoothing <= 1, op, ": label smoothing must be in [0, 1], got ",
-               smoothing);
+  op_checks::check_label_smoothing(smoothing, op);
 }
 
 // Writes softmax(logits) into probs and the smoothed cross-entropy of each row into

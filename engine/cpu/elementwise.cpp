@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "engine/cpu/check.h"
+#include "engine/op_checks.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
@@ -82,12 +83,7 @@ void axpy(double alpha, const Tensor& x, Tensor& y) {
 void add_row_broadcast(Tensor& x, const Tensor& row) {
   cpu::check_float(x, "add_row_broadcast");
   cpu::check_float(row, "add_row_broadcast");
-  VITUNE_CHECK(x.ndim() >= 1, "add_row_broadcast: x must have at least one dimension, got ",
-               x.str());
-  const int64_t cols = x.dim(-1);
-  VITUNE_CHECK(row.ndim() == 1 && row.dim(0) == cols && row.dtype() == x.dtype(),
-               "add_row_broadcast: row must be ", dtype_name(x.dtype()), "[", cols,
-               "] (x's last dimension and dtype) for x ", x.str(), ", got ", row.str());
+  const int64_t cols = op_checks::last_dim_vector(x, row, "row", "add_row_broadcast");
   if (cols == 0) return;
   const int64_t rows = x.numel() / cols;
   cpu::dispatch_float(x, "add_row_broadcast", [&](auto zero) {

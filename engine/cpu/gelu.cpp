@@ -89,9 +89,7 @@ Tensor gelu_forward(const Tensor& x) {
 // phi(x) = exp(-x^2 / 2) / sqrt(2 pi), so dy/dx = Phi(x) + x phi(x) and dx = dy (Phi + x phi).
 Tensor gelu_backward(const Tensor& dy, const Tensor& x) {
   const char* op = "gelu_backward";
-  cpu::check_float(x, op);
-  cpu::check_host(dy, op);
-  cpu::check_same(dy, x, op);
+  cpu::check_output_grad(dy, x, op);
   Tensor dx(x.shape(), x.dtype());
   cpu::dispatch_float(x, op, [&](auto zero) {
     using T = decltype(zero);

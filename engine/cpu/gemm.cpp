@@ -13,6 +13,7 @@
 #include "engine/cpu/gemm_kernel.h"
 #include "engine/cpu/sgemm_avx512.h"
 #include "engine/flop_counter.h"
+#include "engine/op_checks.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
@@ -33,32 +34,13 @@ std::string gemm_kernel_name() {
 
 namespace {
 
-struct GemmShape {
-  int64_t m, n, k;
-};
+using op_checks::GemmShape;
 
-// The product of every dimension but the last (well defined when the last is 0).
-int64_t leading_rows(const Tensor& t) {
-  int64_t rows = 1;
-  for (int axis = 0; axis + 1 < t.ndim(); ++axis) rows *= t.dim(axis);
-  return rows;
-}
-
-// Checks operand shapes of c = op(a) op(b) for 2-D views and returns M, N, K.
+// Checks the operands of c = op(a) op(b) for 2-D views and returns M, N, K.
 GemmShape gemm_shape(bool trans_a, bool trans_b, const Tensor& a, const Tensor& b, const Tensor& c,
                      const char* op) {
   cpu::check_float(a, op);
-  VITUNE_CHECK(a.dtype() == b.dtype() && a.dtype() == c.dtype(), op, ": mixed dtypes ", a.str(), ", ",
-               b.str(), ", ", c.str());
-  VITUNE_CHECK(b.ndim() == 2 && c.ndim() >= 2 && a.ndim() == c.ndim(), op, ": bad ranks ", a.str(),
-               " x ", b.str(), " -> ", c.str());
-  int64_t a_rows = leading_rows(a), a_cols = a.dim(-1);
-  int64_t m = trans_a ? a_cols : a_rows, k = trans_a ? a_rows : a_cols;
-  VITUNE_CHECK(!trans_a || a.ndim() == 2, op, ": a transposed operand must be 2-D, got ", a.str());
-  int64_t kb = trans_b ? b.dim(1) : b.dim(0), n = trans_b ? b.dim(0) : b.dim(1);
-  VITUNE_CHECK(k == kb && leading_rows(c) == m && c.dim(-1) == n, op, ": shapes ", a.str(),
-               (trans_a ? "^T" : ""), " x ", b.str(), (trans_b ? "^T" : ""), " do not give ", c.str());
-  return {m, n, k};
+  return op_checks::gemm_shape(trans_a, trans_b, a, b, c, op);
 }
 
 template <typename T>
@@ -142,15 +124,9 @@ void gemm_batched(bool trans_a, bool trans_b, double alpha, const Tensor& a, con
                   double beta, Tensor& c) {
   const char* op = "gemm_batched";
   cpu::check_float(a, op);
-  VITUNE_CHECK(a.ndim() == 3 && b.ndim() == 3 && c.ndim() == 3 && a.dim(0) == b.dim(0) &&
-                   a.dim(0) == c.dim(0),
-               op, ": expects [S,.,.] operands with one stack size, got ", a.str(), ", ", b.str(), ", ",
-               c.str());
-  int64_t stack = a.dim(0);
+  const int64_t stack = op_checks::gemm_stack_size(a, b, c, op);
   if (stack == 0 || a.numel() + c.numel() == 0) return;
-  GemmShape s = gemm_shape(trans_a, trans_b, a.rows(0, 1).reshape({a.dim(1), a.dim(2)}),
-                           b.rows(0, 1).reshape({b.dim(1), b.dim(2)}),
-                           c.rows(0, 1).reshape({c.dim(1), c.dim(2)}), op);
+  const GemmShape s = op_checks::gemm_item_shape(trans_a, trans_b, a, b, c, op);
   count_flops(2 * stack * s.m * s.n * s.k);
   cpu::dispatch_float(a, op, [&](auto zero) {
     using T = decltype(zero);

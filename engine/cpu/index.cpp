@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "engine/cpu/check.h"
+#include "engine/op_checks.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
@@ -15,7 +16,7 @@ namespace {
 
 void check_indices(const Tensor& indices, int64_t numel, const Tensor& x, const char* op) {
   cpu::check_host(indices, op);
-  VITUNE_CHECK(indices.dtype() == DType::I64, op, ": indices must be i64, got ", indices.str());
+  op_checks::check_index_dtype(indices, op);
   const int64_t* idx = indices.data<int64_t>();
   for (int64_t i = 0; i < indices.numel(); ++i) {
     VITUNE_CHECK(idx[i] >= 0 && idx[i] < numel, op, ": index ", idx[i], " at position ", i,
@@ -27,22 +28,8 @@ void check_scatter_args(const Tensor& x, const Tensor& indices, const Tensor& va
                         const char* op) {
   cpu::check_host(x, op);
   cpu::check_host(values, op);
-  VITUNE_CHECK(values.shape() == indices.shape() && values.dtype() == x.dtype(), op,
-               ": values must have the shape of indices ", indices.str(), " and the dtype of x ",
-               x.str(), ", got ", values.str());
+  op_checks::check_scatter_values(x, indices, values, op);
   check_indices(indices, x.numel(), x, op);
-}
-
-// Calls f(W{}) with W the unsigned integer type as wide as one element of `dtype`, so
-// that elements of any dtype are moved as plain words.
-template <typename F>
-void dispatch_width(DType dtype, F&& f) {
-  switch (dtype_size(dtype)) {
-    case 1: f(uint8_t{}); break;
-    case 2: f(uint16_t{}); break;
-    case 4: f(uint32_t{}); break;
-    default: f(uint64_t{}); break;
-  }
 }
 
 }  // namespace
@@ -52,7 +39,7 @@ Tensor gather(const Tensor& x, const Tensor& indices) {
   check_indices(indices, x.numel(), x, "gather");
   Tensor out(indices.shape(), x.dtype());
   const int64_t* idx = indices.data<int64_t>();
-  dispatch_width(x.dtype(), [&](auto zero) {
+  op_checks::dispatch_width(x.dtype(), [&](auto zero) {
     using W = decltype(zero);
     const W* in = static_cast<const W*>(x.raw());
     W* result = static_cast<W*>(out.raw());
@@ -66,7 +53,7 @@ Tensor gather(const Tensor& x, const Tensor& indices) {
 void scatter(Tensor& x, const Tensor& indices, const Tensor& values) {
   check_scatter_args(x, indices, values, "scatter");
   const int64_t* idx = indices.data<int64_t>();
-  dispatch_width(x.dtype(), [&](auto zero) {
+  op_checks::dispatch_width(x.dtype(), [&](auto zero) {
     using W = decltype(zero);
     W* out = static_cast<W*>(x.raw());
     const W* in = static_cast<const W*>(values.raw());

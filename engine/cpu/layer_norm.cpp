@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/cpu/check.h"
+#include "engine/op_checks.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
@@ -14,23 +15,6 @@ namespace {
 
 // Columns of dweight/dbias that one task of the backward reduction owns.
 constexpr int64_t kColumnBlock = 64;
-
-// Checks that `t` is a float vector [features] of dtype `dtype`.
-void check_feature_vector(const Tensor& t, const char* name, int64_t features, DType dtype,
-                          const char* op) {
-  VITUNE_CHECK(t.defined(), op, ": ", name, " is an undefined tensor");
-  cpu::check_host(t, op);
-  VITUNE_CHECK(t.ndim() == 1 && t.dim(0) == features && t.dtype() == dtype, op, ": ", name,
-               " must be ", dtype_name(dtype), "[", features, "], got ", t.str());
-}
-
-// The shape of the input as [rows, features], after checking that it has a last axis.
-void rows_and_features(const Tensor& x, const char* op, int64_t& rows, int64_t& features) {
-  VITUNE_CHECK(x.ndim() >= 1 && x.dim(-1) > 0, op,
-               ": expected a tensor with a non-empty last dimension, got ", x.str());
-  features = x.dim(-1);
-  rows = x.numel() / features;
-}
 
 template <typename T>
 void forward_kernel(const T* x, const T* weight, const T* bias, double eps, int64_t rows,
@@ -120,11 +104,9 @@ Tensor layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& b
                           Tensor& mean, Tensor& rstd) {
   const char* op = "layer_norm_forward";
   cpu::check_float(x, op);
-  int64_t rows = 0, features = 0;
-  rows_and_features(x, op, rows, features);
-  check_feature_vector(weight, "weight", features, x.dtype(), op);
-  check_feature_vector(bias, "bias", features, x.dtype(), op);
-  VITUNE_CHECK(std::isfinite(eps) && eps > 0, op, ": eps must be a positive number, got ", eps);
+  const op_checks::RowShape shape =
+      op_checks::layer_norm_forward_shape(x, weight, bias, eps, op, cpu::check_host);
+  const int64_t rows = shape.rows, features = shape.features;
   Tensor y(x.shape(), x.dtype());
   mean = Tensor({rows}, x.dtype());
   rstd = Tensor({rows}, x.dtype());
@@ -150,16 +132,10 @@ void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight
                          const Tensor& mean, const Tensor& rstd, Tensor* dx, Tensor* dweight,
                          Tensor* dbias) {
   const char* op = "layer_norm_backward";
-  cpu::check_float(x, op);
-  cpu::check_host(dy, op);
-  cpu::check_same(dy, x, op);
-  int64_t rows = 0, features = 0;
-  rows_and_features(x, op, rows, features);
-  check_feature_vector(weight, "weight", features, x.dtype(), op);
-  check_feature_vector(mean, "mean", rows, x.dtype(), op);
-  check_feature_vector(rstd, "rstd", rows, x.dtype(), op);
-  if (dweight) check_feature_vector(*dweight, "dweight", features, x.dtype(), op);
-  if (dbias) check_feature_vector(*dbias, "dbias", features, x.dtype(), op);
+  cpu::check_output_grad(dy, x, op);
+  const op_checks::RowShape shape =
+      op_checks::layer_norm_backward_shape(x, weight, mean, rstd, dweight, dbias, op, cpu::check_host);
+  const int64_t rows = shape.rows, features = shape.features;
   if (dx) {
     if (dx->defined()) {
       cpu::check_host(*dx, op);

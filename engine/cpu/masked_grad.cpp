@@ -11,6 +11,7 @@
 
 #include "engine/cpu/check.h"
 #include "engine/flop_counter.h"
+#include "engine/op_checks.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
@@ -89,22 +90,9 @@ void masked_weight_grad(const Tensor& dy, const Tensor& x, const Tensor& indices
   cpu::check_float(x, op);
   cpu::check_float(accumulate, op);
   cpu::check_host(indices, op);
-  VITUNE_CHECK(x.dtype() == dy.dtype() && accumulate.dtype() == dy.dtype(), op,
-               ": dy, x and accumulate must share a dtype, got ", dy.str(), ", ", x.str(), ", ",
-               accumulate.str());
-  VITUNE_CHECK(in_features > 0 && x.ndim() >= 1 && x.dim(-1) == in_features, op,
-               ": x must have last dimension in_features = ", in_features, ", got ", x.str());
-  VITUNE_CHECK(dy.ndim() >= 1 && dy.dim(-1) > 0, op,
-               ": dy must have a positive last dimension (out_features), got ", dy.str());
-  const int64_t out_features = dy.dim(-1);
-  const int64_t tokens = x.numel() / in_features;
-  VITUNE_CHECK(dy.numel() / out_features == tokens, op, ": dy ", dy.str(), " and x ", x.str(),
-               " have different numbers of rows");
-  VITUNE_CHECK(indices.dtype() == DType::I64 && indices.ndim() == 1, op,
-               ": indices must be a 1-D i64 tensor, got ", indices.str());
-  VITUNE_CHECK(accumulate.ndim() == 1 && accumulate.dim(0) == indices.dim(0), op,
-               ": accumulate must have one element per index (", indices.dim(0), "), got ",
-               accumulate.str());
+  const op_checks::MaskedGradShape shape =
+      op_checks::masked_grad_shape(dy, x, indices, in_features, accumulate, op);
+  const int64_t out_features = shape.out_features, tokens = shape.tokens;
   check_selection(indices, out_features, in_features);
   const int64_t selected = indices.numel();
   if (selected == 0 || tokens == 0) return;

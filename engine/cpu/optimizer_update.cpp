@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "engine/cpu/check.h"
+#include "engine/op_checks.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
@@ -12,23 +13,7 @@ namespace {
 // Checks the f32 operands of an update and returns the indices pointer (or null).
 const int64_t* update_operands(const Tensor& value, const Tensor* indices, const Tensor& grad,
                                std::initializer_list<const Tensor*> state, const char* op) {
-  check_host(value, op);
-  check_host(grad, op);
-  VITUNE_CHECK(value.dtype() == DType::F32 && grad.dtype() == DType::F32, op, ": expects f32 value and gradient, got ",
-               value.str(), " and ", grad.str());
-  const int64_t count = grad.numel();
-  if (indices) {
-    check_host(*indices, op);
-    VITUNE_CHECK(indices->dtype() == DType::I64 && indices->numel() == count, op, ": indices ", indices->str(),
-                 " do not match the gradient ", grad.str());
-  } else {
-    VITUNE_CHECK(value.numel() == count, op, ": gradient ", grad.str(), " does not match the value ", value.str());
-  }
-  for (const Tensor* s : state) {
-    check_host(*s, op);
-    VITUNE_CHECK(s->dtype() == DType::F32 && s->numel() == count, op, ": state ", s->str(),
-                 " does not match the gradient ", grad.str());
-  }
+  op_checks::check_update_operands(value, indices, grad, state, op, check_host);
   return indices ? indices->data<int64_t>() : nullptr;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "engine/cpu/check.h"
+#include "engine/op_checks.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
@@ -13,23 +14,7 @@ namespace vitune::cpu {
 
 namespace {
 
-struct PatchGrid {
-  int64_t batch, channels, height, width, patch, grid_h, grid_w;
-  int64_t patches_per_image() const { return grid_h * grid_w; }
-  int64_t patch_size() const { return channels * patch * patch; }
-};
-
-PatchGrid make_grid(const Shape& image_shape, int patch, const char* op) {
-  VITUNE_CHECK(image_shape.size() == 4, op, ": images must be 4-D [B, C, H, W], got shape ",
-               shape_str(image_shape));
-  VITUNE_CHECK(patch >= 1, op, ": patch size must be positive, got ", patch);
-  PatchGrid g{image_shape[0], image_shape[1], image_shape[2], image_shape[3], patch, 0, 0};
-  VITUNE_CHECK(g.height % patch == 0 && g.width % patch == 0, op, ": image height ", g.height,
-               " and width ", g.width, " must be divisible by the patch size ", patch);
-  g.grid_h = g.height / patch;
-  g.grid_w = g.width / patch;
-  return g;
-}
+using op_checks::PatchGrid;
 
 // Calls move(image_offset, patch_offset) for each row of p pixels of patch `n` (the
 // patch index over batch and grid) in the patch's flattening order.
@@ -53,7 +38,7 @@ void for_each_patch_row(const PatchGrid& g, int64_t n, Move move) {
 
 Tensor patchify(const Tensor& images, int patch) {
   cpu::check_float(images, "patchify");
-  const PatchGrid g = make_grid(images.shape(), patch, "patchify");
+  const PatchGrid g = op_checks::patch_grid(images.shape(), patch, "patchify");
   Tensor patches({g.batch, g.patches_per_image(), g.patch_size()}, images.dtype());
   cpu::dispatch_float(images, "patchify", [&](auto zero) {
     using T = decltype(zero);
@@ -76,11 +61,7 @@ Tensor patchify(const Tensor& images, int patch) {
 // respect to the images is the patch gradient moved back to where each pixel came from.
 Tensor unpatchify(const Tensor& patches, const Shape& image_shape, int patch) {
   cpu::check_float(patches, "unpatchify");
-  const PatchGrid g = make_grid(image_shape, patch, "unpatchify");
-  const Shape expected{g.batch, g.patches_per_image(), g.patch_size()};
-  VITUNE_CHECK(patches.shape() == expected, "unpatchify: patches for images ",
-               shape_str(image_shape), " with patch size ", patch, " must have shape ",
-               shape_str(expected), ", got ", patches.str());
+  const PatchGrid g = op_checks::unpatchify_grid(patches, image_shape, patch, "unpatchify");
   Tensor images(image_shape, patches.dtype());
   cpu::dispatch_float(patches, "unpatchify", [&](auto zero) {
     using T = decltype(zero);

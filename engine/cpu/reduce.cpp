@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/cpu/check.h"
+#include "engine/op_checks.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
@@ -46,12 +47,7 @@ double blocked_sum(const T* v, int64_t n, Term term) {
 void sum_rows_into(const Tensor& x, Tensor& accumulate) {
   cpu::check_float(x, "sum_rows_into");
   cpu::check_float(accumulate, "sum_rows_into");
-  VITUNE_CHECK(x.ndim() >= 1, "sum_rows_into: x must have at least one dimension, got ", x.str());
-  const int64_t cols = x.dim(-1);
-  VITUNE_CHECK(accumulate.ndim() == 1 && accumulate.dim(0) == cols &&
-                   accumulate.dtype() == x.dtype(),
-               "sum_rows_into: accumulate must be ", dtype_name(x.dtype()), "[", cols,
-               "] (x's last dimension and dtype) for x ", x.str(), ", got ", accumulate.str());
+  const int64_t cols = op_checks::last_dim_vector(x, accumulate, "accumulate", "sum_rows_into");
   if (cols == 0) return;
   const int64_t rows = x.numel() / cols;
   const int64_t blocks = (cols + kColumnBlock - 1) / kColumnBlock;

@@ -3,19 +3,13 @@
 #include <cmath>
 
 #include "engine/cpu/check.h"
+#include "engine/op_checks.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
 namespace vitune::cpu {
 
 namespace {
-
-// The number of features (last dimension) after checking that there is one.
-int64_t last_dim(const Tensor& x, const char* op) {
-  VITUNE_CHECK(x.ndim() >= 1 && x.dim(-1) > 0, op,
-               ": expected a tensor with a non-empty last dimension, got ", x.str());
-  return x.dim(-1);
-}
 
 template <typename T>
 void forward_kernel(const T* x, int64_t rows, int64_t features, T* y) {
@@ -56,11 +50,11 @@ void backward_kernel(const T* dy, const T* y, int64_t rows, int64_t features, T*
 Tensor softmax_forward(const Tensor& x) {
   const char* op = "softmax_forward";
   cpu::check_float(x, op);
-  const int64_t features = last_dim(x, op);
+  const op_checks::RowShape shape = op_checks::feature_rows(x, op);
   Tensor y(x.shape(), x.dtype());
   cpu::dispatch_float(x, op, [&](auto zero) {
     using T = decltype(zero);
-    forward_kernel<T>(x.data<T>(), x.numel() / features, features, y.data<T>());
+    forward_kernel<T>(x.data<T>(), shape.rows, shape.features, y.data<T>());
   });
   return y;
 }
@@ -69,14 +63,12 @@ Tensor softmax_forward(const Tensor& x) {
 //   dx_j = sum_i dy_i y_i (delta_ij - y_j) = y_j (dy_j - sum_i dy_i y_i).
 Tensor softmax_backward(const Tensor& dy, const Tensor& y) {
   const char* op = "softmax_backward";
-  cpu::check_float(y, op);
-  cpu::check_host(dy, op);
-  cpu::check_same(dy, y, op);
-  const int64_t features = last_dim(y, op);
+  cpu::check_output_grad(dy, y, op);
+  const op_checks::RowShape shape = op_checks::feature_rows(y, op);
   Tensor dx(y.shape(), y.dtype());
   cpu::dispatch_float(y, op, [&](auto zero) {
     using T = decltype(zero);
-    backward_kernel<T>(dy.data<T>(), y.data<T>(), y.numel() / features, features, dx.data<T>());
+    backward_kernel<T>(dy.data<T>(), y.data<T>(), shape.rows, shape.features, dx.data<T>());
   });
   return dx;
 }

@@ -11,6 +11,7 @@
 #include "engine/cuda/block_reduce.cuh"
 #include "engine/cuda/cublas_gemm.h"
 #include "engine/cuda/cuda_context.h"
+#include "engine/op_checks.h"
 #include "engine/ops.h"
 
 namespace vitune::cuda {
@@ -18,18 +19,11 @@ namespace vitune::cuda {
 namespace {
 
 // Sizes of one call: qkv [batch, tokens, 3 * dim], dim = heads * head_dim.
-struct AttentionShape {
-  int64_t batch, tokens, dim, heads, head_dim;
-};
+using op_checks::AttentionShape;
 
 AttentionShape attention_shape(const Tensor& qkv, int heads, const char* op) {
   check_cuda_float(qkv, op);
-  VITUNE_CHECK(heads >= 1, op, ": heads must be positive, got ", heads);
-  VITUNE_CHECK(qkv.ndim() == 3 && qkv.dim(2) > 0 && qkv.dim(2) % (3 * int64_t(heads)) == 0, op,
-               ": qkv must be [batch, tokens, 3 * dim] with dim divisible by heads = ", heads,
-               ", got ", qkv.str());
-  const int64_t dim = qkv.dim(2) / 3;
-  return {qkv.dim(0), qkv.dim(1), dim, heads, dim / heads};
+  return op_checks::attention_shape(qkv, heads, op);
 }
 
 // Grid for the one-block-per-row kernels: rows on gridDim.x, looped when there are more.
@@ -162,14 +156,7 @@ Tensor attention_backward(const Tensor& dctx, const Tensor& qkv, const Tensor& p
   check_on_cuda(dctx, op);
   check_on_cuda(probs, op);
   const int device = same_device({&qkv, &dctx, &probs}, op);
-  VITUNE_CHECK(dctx.dtype() == qkv.dtype() && dctx.shape() == Shape({s.batch, s.tokens, s.dim}),
-               op, ": dctx must be ", dtype_name(qkv.dtype()),
-               shape_str({s.batch, s.tokens, s.dim}), " to match qkv ", qkv.str(), ", got ",
-               dctx.str());
-  const Shape probs_shape{s.batch, s.heads, s.tokens, s.tokens};
-  VITUNE_CHECK(probs.dtype() == qkv.dtype() && probs.shape() == probs_shape, op,
-               ": probs must be ", dtype_name(qkv.dtype()), shape_str(probs_shape),
-               " to match qkv ", qkv.str(), " with ", heads, " heads, got ", probs.str());
+  op_checks::check_attention_grads(s, dctx, qkv, probs, op);
   Tensor dqkv(qkv.shape(), qkv.dtype(), qkv.device());
   if (s.batch == 0 || s.tokens == 0) return dqkv;
   // dP and dS of one batch item at a time; stream order makes reusing it safe.

@@ -8,6 +8,7 @@
 #include "engine/cuda/block_reduce.cuh"
 #include "engine/cuda/cuda_context.h"
 #include "engine/cuda/index_check.h"
+#include "engine/op_checks.h"
 #include "engine/ops.h"
 
 namespace vitune::cuda {
@@ -31,21 +32,14 @@ std::vector<V> read_back(const V* source, int64_t count, int device) {
 int check_arguments(const Tensor& scores, const char* scores_name, const Tensor& labels,
                     double smoothing, const char* op) {
   check_cuda_float(scores, op);
-  VITUNE_CHECK(scores.ndim() == 2 && scores.dim(0) > 0 && scores.dim(1) > 0, op, ": ",
-               scores_name, " must be [batch, classes] with both non-empty, got ", scores.str());
-  const int64_t batch = scores.dim(0), classes = scores.dim(1);
-  check_on_cuda(labels, op);
-  VITUNE_CHECK(labels.dtype() == DType::I64 && labels.ndim() == 1 && labels.dim(0) == batch, op,
-               ": labels must be i64[", batch, "] to match ", scores_name, " ", scores.str(),
-               ", got ", labels.str());
+  const int64_t classes = op_checks::class_scores(scores, scores_name, labels, op, check_on_cuda).classes;
   const int device = same_device({&scores, &labels}, op);
   const int64_t row = first_bad_index(labels, classes, false);
   if (row >= 0) {
     throw Error(cat(op, ": label ", index_at(labels, row), " of row ", row, " is outside [0, ",
                     classes, ")"));
   }
-  VITUNE_CHECK(smoothing >= 0 && smoothing <= 1, op, ": label smoothing must be in [0, 1], got ",
-               smoothing);
+  op_checks::check_label_smoothing(smoothing, op);
   return device;
 }
 

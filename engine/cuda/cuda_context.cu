@@ -3,6 +3,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "engine/cpu/check.h"
 #include "engine/cuda/cuda_context.h"
 #include "engine/cuda/device_memory.h"
 #include "engine/error.h"
@@ -99,6 +100,12 @@ void check_cuda_float(const Tensor& t, const char* op) {
   check_on_cuda(t, op);
   VITUNE_CHECK(t.dtype() == DType::F32 || t.dtype() == DType::F64, op, ": expected an f32 or f64 tensor, got ",
                t.str());
+}
+
+void check_output_grad(const Tensor& dy, const Tensor& x, const char* op) {
+  check_cuda_float(x, op);
+  check_on_cuda(dy, op);
+  cpu::check_same(dy, x, op);
 }
 
 int same_device(std::initializer_list<const Tensor*> tensors, const char* op) {

@@ -37,6 +37,10 @@ unsigned blocks_for(int64_t n, int threads = kThreads);
 void check_on_cuda(const Tensor& t, const char* op);
 // t is on CUDA and f32 or f64.
 void check_cuda_float(const Tensor& t, const char* op);
+// The operands of a backward pass: x is on CUDA and f32 or f64, dy (the gradient with
+// respect to the output) is on CUDA with x's shape and dtype. Whether the two share a
+// device is left to same_device.
+void check_output_grad(const Tensor& dy, const Tensor& x, const char* op);
 // All tensors are on one CUDA device; returns its index.
 int same_device(std::initializer_list<const Tensor*> tensors, const char* op);
 

@@ -5,6 +5,7 @@
 
 #include "engine/cpu/check.h"
 #include "engine/cuda/cuda_context.h"
+#include "engine/op_checks.h"
 #include "engine/ops.h"
 
 namespace vitune::cuda {
@@ -119,12 +120,7 @@ void add_row_broadcast(Tensor& x, const Tensor& row) {
   const char* op = "add_row_broadcast";
   check_cuda_float(x, op);
   check_cuda_float(row, op);
-  VITUNE_CHECK(x.ndim() >= 1, "add_row_broadcast: x must have at least one dimension, got ",
-               x.str());
-  const int64_t cols = x.dim(-1);
-  VITUNE_CHECK(row.ndim() == 1 && row.dim(0) == cols && row.dtype() == x.dtype(),
-               "add_row_broadcast: row must be ", dtype_name(x.dtype()), "[", cols,
-               "] (x's last dimension and dtype) for x ", x.str(), ", got ", row.str());
+  const int64_t cols = op_checks::last_dim_vector(x, row, "row", op);
   const int device = same_device({&x, &row}, op);
   const int64_t n = x.numel();
   if (cols == 0 || n == 0) return;

@@ -2,7 +2,6 @@
 // written through erfc, and its backward pass. One thread per element.
 #include <cstdint>
 
-#include "engine/cpu/check.h"
 #include "engine/cuda/cuda_context.h"
 #include "engine/ops.h"
 
@@ -67,9 +66,7 @@ Tensor gelu_forward(const Tensor& x) {
 // Backward: dx = dy (Phi(x) + x phi(x)), derived above backward_kernel.
 Tensor gelu_backward(const Tensor& dy, const Tensor& x) {
   const char* op = "gelu_backward";
-  check_cuda_float(x, op);
-  check_on_cuda(dy, op);
-  cpu::check_same(dy, x, op);
+  check_output_grad(dy, x, op);
   const int device = same_device({&dy, &x}, op);
   Tensor dx(x.shape(), x.dtype(), x.device());
   const int64_t n = x.numel();

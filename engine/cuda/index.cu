@@ -13,6 +13,7 @@
 
 #include "engine/cuda/cuda_context.h"
 #include "engine/cuda/index_check.h"
+#include "engine/op_checks.h"
 #include "engine/ops.h"
 
 namespace vitune::cuda {
@@ -21,7 +22,7 @@ namespace {
 
 void check_indices(const Tensor& indices, int64_t numel, const Tensor& x, const char* op) {
   check_on_cuda(indices, op);
-  VITUNE_CHECK(indices.dtype() == DType::I64, op, ": indices must be i64, got ", indices.str());
+  op_checks::check_index_dtype(indices, op);
   same_device({&x, &indices}, op);
   const int64_t i = first_bad_index(indices, numel, false);
   VITUNE_CHECK(i < 0, op, ": index ", index_at(indices, i), " at position ", i, " is outside [0, ", numel,
@@ -33,22 +34,8 @@ void check_scatter_args(const Tensor& x, const Tensor& indices, const Tensor& va
   check_on_cuda(x, op);
   check_on_cuda(values, op);
   same_device({&x, &values}, op);
-  VITUNE_CHECK(values.shape() == indices.shape() && values.dtype() == x.dtype(), op,
-               ": values must have the shape of indices ", indices.str(), " and the dtype of x ",
-               x.str(), ", got ", values.str());
+  op_checks::check_scatter_values(x, indices, values, op);
   check_indices(indices, x.numel(), x, op);
-}
-
-// Calls f(W{}) with W the unsigned integer type as wide as one element of `dtype`, so
-// that elements of any dtype are moved as plain words.
-template <typename F>
-void dispatch_width(DType dtype, F&& f) {
-  switch (dtype_size(dtype)) {
-    case 1: f(uint8_t{}); break;
-    case 2: f(uint16_t{}); break;
-    case 4: f(uint32_t{}); break;
-    default: f(uint64_t{}); break;
-  }
 }
 
 template <typename W>
@@ -133,7 +120,7 @@ Tensor gather(const Tensor& x, const Tensor& indices) {
   const int64_t count = indices.numel();
   if (count == 0) return out;
   cudaStream_t s = stream(x.device().index);
-  dispatch_width(x.dtype(), [&](auto zero) {
+  op_checks::dispatch_width(x.dtype(), [&](auto zero) {
     using W = decltype(zero);
     gather_kernel<W><<<blocks_for(count), kThreads, 0, s>>>(static_cast<const W*>(x.raw()),
                                                             indices.data<int64_t>(), count,
@@ -149,7 +136,7 @@ void scatter(Tensor& x, const Tensor& indices, const Tensor& values) {
   if (count == 0) return;
   const IndexRuns runs = sort_by_index(indices, x.numel(), "scatter");
   cudaStream_t s = stream(x.device().index);
-  dispatch_width(x.dtype(), [&](auto zero) {
+  op_checks::dispatch_width(x.dtype(), [&](auto zero) {
     using W = decltype(zero);
     scatter_runs_kernel<W><<<blocks_for(count), kThreads, 0, s>>>(
         runs.sorted_keys.data<int64_t>(), runs.positions.data<int64_t>(), count,

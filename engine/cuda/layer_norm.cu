@@ -3,35 +3,18 @@
 // kernels give one thread block to each row, each thread owning the columns threadIdx.x,
 // threadIdx.x + blockDim.x, ...; the weight and bias gradients are column sums over rows
 // in a fixed two-pass order (engine/cuda/column_sums.cuh), without atomics.
-#include <cmath>
 #include <cstdint>
 
 #include "engine/cpu/check.h"
 #include "engine/cuda/block_reduce.cuh"
 #include "engine/cuda/column_sums.cuh"
 #include "engine/cuda/cuda_context.h"
+#include "engine/op_checks.h"
 #include "engine/ops.h"
 
 namespace vitune::cuda {
 
 namespace {
-
-// Checks that `t` is a float vector [features] of dtype `dtype` on CUDA.
-void check_feature_vector(const Tensor& t, const char* name, int64_t features, DType dtype,
-                          const char* op) {
-  VITUNE_CHECK(t.defined(), op, ": ", name, " is an undefined tensor");
-  check_on_cuda(t, op);
-  VITUNE_CHECK(t.ndim() == 1 && t.dim(0) == features && t.dtype() == dtype, op, ": ", name,
-               " must be ", dtype_name(dtype), "[", features, "], got ", t.str());
-}
-
-// The shape of the input as [rows, features], after checking that it has a last axis.
-void rows_and_features(const Tensor& x, const char* op, int64_t& rows, int64_t& features) {
-  VITUNE_CHECK(x.ndim() >= 1 && x.dim(-1) > 0, op,
-               ": expected a tensor with a non-empty last dimension, got ", x.str());
-  features = x.dim(-1);
-  rows = x.numel() / features;
-}
 
 template <typename T>
 __global__ void forward_kernel(const T* x, const T* weight, const T* bias, double eps,
@@ -115,11 +98,9 @@ Tensor layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& b
                           Tensor& mean, Tensor& rstd) {
   const char* op = "layer_norm_forward";
   check_cuda_float(x, op);
-  int64_t rows = 0, features = 0;
-  rows_and_features(x, op, rows, features);
-  check_feature_vector(weight, "weight", features, x.dtype(), op);
-  check_feature_vector(bias, "bias", features, x.dtype(), op);
-  VITUNE_CHECK(std::isfinite(eps) && eps > 0, op, ": eps must be a positive number, got ", eps);
+  const op_checks::RowShape shape =
+      op_checks::layer_norm_forward_shape(x, weight, bias, eps, op, check_on_cuda);
+  const int64_t rows = shape.rows, features = shape.features;
   const int device = same_device({&x, &weight, &bias}, op);
   Tensor y(x.shape(), x.dtype(), x.device());
   mean = Tensor({rows}, x.dtype(), x.device());
@@ -149,16 +130,10 @@ void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight
                          const Tensor& mean, const Tensor& rstd, Tensor* dx, Tensor* dweight,
                          Tensor* dbias) {
   const char* op = "layer_norm_backward";
-  check_cuda_float(x, op);
-  check_on_cuda(dy, op);
-  cpu::check_same(dy, x, op);
-  int64_t rows = 0, features = 0;
-  rows_and_features(x, op, rows, features);
-  check_feature_vector(weight, "weight", features, x.dtype(), op);
-  check_feature_vector(mean, "mean", rows, x.dtype(), op);
-  check_feature_vector(rstd, "rstd", rows, x.dtype(), op);
-  if (dweight) check_feature_vector(*dweight, "dweight", features, x.dtype(), op);
-  if (dbias) check_feature_vector(*dbias, "dbias", features, x.dtype(), op);
+  check_output_grad(dy, x, op);
+  const op_checks::RowShape shape =
+      op_checks::layer_norm_backward_shape(x, weight, mean, rstd, dweight, dbias, op, check_on_cuda);
+  const int64_t rows = shape.rows, features = shape.features;
   if (dx && dx->defined()) {
     check_on_cuda(*dx, op);
     cpu::check_same(*dx, x, op);

@@ -6,6 +6,7 @@
 #include <initializer_list>
 
 #include "engine/cuda/cuda_context.h"
+#include "engine/op_checks.h"
 #include "engine/ops.h"
 
 namespace vitune::cuda {
@@ -15,24 +16,7 @@ namespace {
 // Checks the f32 operands of an update (all on one CUDA device) and returns the device.
 int update_operands(const Tensor& value, const Tensor* indices, const Tensor& grad,
                     std::initializer_list<const Tensor*> state, const char* op) {
-  check_on_cuda(value, op);
-  check_on_cuda(grad, op);
-  VITUNE_CHECK(value.dtype() == DType::F32 && grad.dtype() == DType::F32, op,
-               ": expects f32 value and gradient, got ", value.str(), " and ", grad.str());
-  const int64_t count = grad.numel();
-  if (indices) {
-    check_on_cuda(*indices, op);
-    VITUNE_CHECK(indices->dtype() == DType::I64 && indices->numel() == count, op, ": indices ",
-                 indices->str(), " do not match the gradient ", grad.str());
-  } else {
-    VITUNE_CHECK(value.numel() == count, op, ": gradient ", grad.str(),
-                 " does not match the value ", value.str());
-  }
-  for (const Tensor* s : state) {
-    check_on_cuda(*s, op);
-    VITUNE_CHECK(s->dtype() == DType::F32 && s->numel() == count, op, ": state ", s->str(),
-                 " does not match the gradient ", grad.str());
-  }
+  op_checks::check_update_operands(value, indices, grad, state, op, check_on_cuda);
   const int device = same_device({&value, &grad}, op);
   if (indices) same_device({&value, indices}, op);
   for (const Tensor* s : state) same_device({&value, s}, op);

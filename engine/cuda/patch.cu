@@ -7,29 +7,14 @@
 #include <cstdint>
 
 #include "engine/cuda/cuda_context.h"
+#include "engine/op_checks.h"
 #include "engine/ops.h"
 
 namespace vitune::cuda {
 
 namespace {
 
-struct PatchGrid {
-  int64_t batch, channels, height, width, patch, grid_h, grid_w;
-  __host__ __device__ int64_t patches_per_image() const { return grid_h * grid_w; }
-  __host__ __device__ int64_t patch_size() const { return channels * patch * patch; }
-};
-
-PatchGrid make_grid(const Shape& image_shape, int patch, const char* op) {
-  VITUNE_CHECK(image_shape.size() == 4, op, ": images must be 4-D [B, C, H, W], got shape ",
-               shape_str(image_shape));
-  VITUNE_CHECK(patch >= 1, op, ": patch size must be positive, got ", patch);
-  PatchGrid g{image_shape[0], image_shape[1], image_shape[2], image_shape[3], patch, 0, 0};
-  VITUNE_CHECK(g.height % patch == 0 && g.width % patch == 0, op, ": image height ", g.height,
-               " and width ", g.width, " must be divisible by the patch size ", patch);
-  g.grid_h = g.height / patch;
-  g.grid_w = g.width / patch;
-  return g;
-}
+using op_checks::PatchGrid;
 
 // The offset in the images of element e of the patches (flat over [B, patches, C*p*p]).
 __device__ int64_t image_offset(const PatchGrid& g, int64_t e) {
@@ -65,7 +50,7 @@ __global__ void unpatchify_kernel(PatchGrid g, const T* patches, T* images, int6
 
 Tensor patchify(const Tensor& images, int patch) {
   check_cuda_float(images, "patchify");
-  const PatchGrid g = make_grid(images.shape(), patch, "patchify");
+  const PatchGrid g = op_checks::patch_grid(images.shape(), patch, "patchify");
   Tensor patches({g.batch, g.patches_per_image(), g.patch_size()}, images.dtype(), images.device());
   const int64_t count = patches.numel();
   if (count == 0) return patches;
@@ -83,11 +68,7 @@ Tensor patchify(const Tensor& images, int patch) {
 // respect to the images is the patch gradient moved back to where each pixel came from.
 Tensor unpatchify(const Tensor& patches, const Shape& image_shape, int patch) {
   check_cuda_float(patches, "unpatchify");
-  const PatchGrid g = make_grid(image_shape, patch, "unpatchify");
-  const Shape expected{g.batch, g.patches_per_image(), g.patch_size()};
-  VITUNE_CHECK(patches.shape() == expected, "unpatchify: patches for images ",
-               shape_str(image_shape), " with patch size ", patch, " must have shape ",
-               shape_str(expected), ", got ", patches.str());
+  const PatchGrid g = op_checks::unpatchify_grid(patches, image_shape, patch, "unpatchify");
   Tensor images(image_shape, patches.dtype(), patches.device());
   const int64_t count = patches.numel();
   if (count == 0) return images;

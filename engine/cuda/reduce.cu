@@ -6,6 +6,7 @@
 #include "engine/cuda/block_reduce.cuh"
 #include "engine/cuda/column_sums.cuh"
 #include "engine/cuda/cuda_context.h"
+#include "engine/op_checks.h"
 #include "engine/ops.h"
 
 namespace vitune::cuda {
@@ -102,12 +103,7 @@ void sum_rows_into(const Tensor& x, Tensor& accumulate) {
   const char* op = "sum_rows_into";
   check_cuda_float(x, op);
   check_cuda_float(accumulate, op);
-  VITUNE_CHECK(x.ndim() >= 1, "sum_rows_into: x must have at least one dimension, got ", x.str());
-  const int64_t cols = x.dim(-1);
-  VITUNE_CHECK(accumulate.ndim() == 1 && accumulate.dim(0) == cols &&
-                   accumulate.dtype() == x.dtype(),
-               "sum_rows_into: accumulate must be ", dtype_name(x.dtype()), "[", cols,
-               "] (x's last dimension and dtype) for x ", x.str(), ", got ", accumulate.str());
+  const int64_t cols = op_checks::last_dim_vector(x, accumulate, "accumulate", op);
   const int device = same_device({&x, &accumulate}, op);
   if (cols == 0) return;
   const int64_t rows = x.numel() / cols;

@@ -4,21 +4,14 @@
 // and a thread only ever re-reads what it wrote itself.
 #include <cstdint>
 
-#include "engine/cpu/check.h"
 #include "engine/cuda/block_reduce.cuh"
 #include "engine/cuda/cuda_context.h"
+#include "engine/op_checks.h"
 #include "engine/ops.h"
 
 namespace vitune::cuda {
 
 namespace {
-
-// The number of features (last dimension) after checking that there is one.
-int64_t last_dim(const Tensor& x, const char* op) {
-  VITUNE_CHECK(x.ndim() >= 1 && x.dim(-1) > 0, op,
-               ": expected a tensor with a non-empty last dimension, got ", x.str());
-  return x.dim(-1);
-}
 
 __device__ float exp_of(float v) { return expf(v); }
 __device__ double exp_of(double v) { return exp(v); }
@@ -66,10 +59,10 @@ __global__ void backward_kernel(const T* dy, const T* y, int64_t rows, int64_t f
 Tensor softmax_forward(const Tensor& x) {
   const char* op = "softmax_forward";
   check_cuda_float(x, op);
-  const int64_t features = last_dim(x, op);
+  const op_checks::RowShape shape = op_checks::feature_rows(x, op);
   const int device = x.device().index;
   Tensor y(x.shape(), x.dtype(), x.device());
-  const int64_t rows = x.numel() / features;
+  const int64_t rows = shape.rows, features = shape.features;
   if (rows == 0) return y;
   dispatch_float(x, op, [&](auto zero) {
     using T = decltype(zero);
@@ -83,13 +76,11 @@ Tensor softmax_forward(const Tensor& x) {
 // Backward: dx = y (dy - sum(dy y)) per row, derived above backward_kernel.
 Tensor softmax_backward(const Tensor& dy, const Tensor& y) {
   const char* op = "softmax_backward";
-  check_cuda_float(y, op);
-  check_on_cuda(dy, op);
-  cpu::check_same(dy, y, op);
-  const int64_t features = last_dim(y, op);
+  check_output_grad(dy, y, op);
+  const op_checks::RowShape shape = op_checks::feature_rows(y, op);
   const int device = same_device({&dy, &y}, op);
   Tensor dx(y.shape(), y.dtype(), y.device());
-  const int64_t rows = y.numel() / features;
+  const int64_t rows = shape.rows, features = shape.features;
   if (rows == 0) return dx;
   dispatch_float(y, op, [&](auto zero) {
     using T = decltype(zero);
