@@ -1,8 +1,14 @@
 // The vitune::ops entry points: each checks that its tensors share one device, then runs
-// the CPU or the CUDA definition of the op after that device.
+// the CPU or the CUDA definition of the op after that device; gemm and gemm_batched also
+// follow the bf16 autocast switch of engine/autocast.h.
 #include "engine/ops.h"
 
 #include <cmath>
+
+#include "engine/autocast.h"
+#if VITUNE_WITH_CUDA
+#include "engine/cuda/gemm_bf16.h"
+#endif
 
 namespace vitune {
 
@@ -38,6 +44,12 @@ void one_device(const char* op, std::initializer_list<const Tensor*> operands) {
   }
 }
 
+// Whether a product of a and b runs under bf16 autocast: the switch is on and both
+// operands are f32 (f64 and mixed dtypes go to the ordinary kernel, which checks them).
+bool autocast_product(const Tensor& a, const Tensor& b) {
+  return autocast_bf16() && a.defined() && b.defined() && a.dtype() == DType::F32 && b.dtype() == DType::F32;
+}
+
 }  // namespace
 
 #if VITUNE_WITH_CUDA
@@ -46,16 +58,40 @@ void one_device(const char* op, std::initializer_list<const Tensor*> operands) {
 #define VITUNE_ON_DEVICE(tensor, call) cpu::call
 #endif
 
+// Under autocast the CPU emulates the bf16 product exactly: the operands rounded to
+// bf16 values (still f32), then the fp32 kernel. CUDA multiplies bf16 operands on tensor
+// cores with fp32 accumulation.
 void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
           Tensor& c) {
   one_device("gemm", {&a, &b, &c});
-  VITUNE_ON_DEVICE(a, gemm(trans_a, trans_b, alpha, a, b, beta, c));
+  if (!autocast_product(a, b)) {
+    VITUNE_ON_DEVICE(a, gemm(trans_a, trans_b, alpha, a, b, beta, c));
+#if VITUNE_WITH_CUDA
+  } else if (a.device().is_cuda()) {
+    cuda::gemm_bf16(trans_a, trans_b, alpha, a, b, beta, c);
+#endif
+  } else {
+    cpu::gemm(trans_a, trans_b, alpha, cpu::round_to_bf16(a), cpu::round_to_bf16(b), beta, c);
+  }
 }
 
 void gemm_batched(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b,
                   double beta, Tensor& c) {
   one_device("gemm_batched", {&a, &b, &c});
-  VITUNE_ON_DEVICE(a, gemm_batched(trans_a, trans_b, alpha, a, b, beta, c));
+  if (!autocast_product(a, b)) {
+    VITUNE_ON_DEVICE(a, gemm_batched(trans_a, trans_b, alpha, a, b, beta, c));
+#if VITUNE_WITH_CUDA
+  } else if (a.device().is_cuda()) {
+    cuda::gemm_batched_bf16(trans_a, trans_b, alpha, a, b, beta, c);
+#endif
+  } else {
+    cpu::gemm_batched(trans_a, trans_b, alpha, cpu::round_to_bf16(a), cpu::round_to_bf16(b), beta, c);
+  }
+}
+
+Tensor round_to_bf16(const Tensor& x) {
+  one_device("round_to_bf16", {&x});
+  return VITUNE_ON_DEVICE(x, round_to_bf16(x));
 }
 
 Tensor add(const Tensor& a, const Tensor& b) {

@@ -1,46 +1,46 @@
 // GEMM on a CUDA device through cuBLAS, with the shape rules of the CPU gemm: leading
 // dimensions of a and c fold into rows when b is 2-D, c = alpha op(a) op(b) + beta c,
 // and beta = 0 ignores c's old contents. The handle's math mode (TF32 or full fp32) is
-// chosen by cublas(device), never per call.
+// chosen by cublas(device), never per call. Under bf16 autocast (engine/autocast.h) the
+// f32 operands are converted to bfloat16 tensors and one cublasGemmStridedBatchedEx call
+// multiplies them on tensor cores with fp32 accumulation into the fp32 output.
 #include <cstdint>
 
 #include "engine/cuda/cublas_gemm.h"
 #include "engine/cuda/cuda_context.h"
+#include "engine/cuda/gemm_bf16.h"
 #include "engine/flop_counter.h"
+#include "engine/op_checks.h"
 #include "engine/ops.h"
 
 namespace vitune::cuda {
 
 namespace {
 
-struct GemmShape {
-  int64_t m, n, k;
-};
+using op_checks::GemmShape;
 
-// The number of rows of t viewed as [rows, last dim]: the product of all dimensions
-// but the last, well defined when the last one is 0.
-int64_t leading_rows(const Tensor& t) {
-  int64_t rows = 1;
-  for (int axis = 0; axis + 1 < t.ndim(); ++axis) rows *= t.dim(axis);
-  return rows;
-}
-
-// Checks operand shapes of c = op(a) op(b) for 2-D views and returns M, N, K.
+// Checks the operands of c = op(a) op(b) for 2-D views (all on one CUDA device) and
+// returns M, N, K.
 GemmShape gemm_shape(bool trans_a, bool trans_b, const Tensor& a, const Tensor& b, const Tensor& c,
                      const char* op) {
   check_cuda_float(a, op);
   same_device({&a, &b, &c}, op);
-  VITUNE_CHECK(a.dtype() == b.dtype() && a.dtype() == c.dtype(), op, ": mixed dtypes ", a.str(), ", ",
-               b.str(), ", ", c.str());
-  VITUNE_CHECK(b.ndim() == 2 && c.ndim() >= 2 && a.ndim() == c.ndim(), op, ": bad ranks ", a.str(),
-               " x ", b.str(), " -> ", c.str());
-  int64_t a_rows = leading_rows(a), a_cols = a.dim(-1);
-  int64_t m = trans_a ? a_cols : a_rows, k = trans_a ? a_rows : a_cols;
-  VITUNE_CHECK(!trans_a || a.ndim() == 2, op, ": a transposed operand must be 2-D, got ", a.str());
-  int64_t kb = trans_b ? b.dim(1) : b.dim(0), n = trans_b ? b.dim(0) : b.dim(1);
-  VITUNE_CHECK(k == kb && leading_rows(c) == m && c.dim(-1) == n, op, ": shapes ", a.str(),
-               (trans_a ? "^T" : ""), " x ", b.str(), (trans_b ? "^T" : ""), " do not give ", c.str());
-  return {m, n, k};
+  return op_checks::gemm_shape(trans_a, trans_b, a, b, c, op);
+}
+
+// A stack of products: its size and each product's shape, checked (all on one CUDA
+// device); a stack of 0 when there is nothing to compute.
+struct StackShape {
+  int64_t stack;
+  GemmShape item;
+};
+StackShape stack_shape(bool trans_a, bool trans_b, const Tensor& a, const Tensor& b, const Tensor& c,
+                       const char* op) {
+  check_cuda_float(a, op);
+  same_device({&a, &b, &c}, op);
+  const int64_t stack = op_checks::gemm_stack_size(a, b, c, op);
+  if (stack == 0 || a.numel() + c.numel() == 0) return {0, {0, 0, 0}};
+  return {stack, op_checks::gemm_item_shape(trans_a, trans_b, a, b, c, op)};
 }
 
 // c[i] = beta c[i] for i < count, or 0 when beta is 0 (old contents ignored): the
@@ -73,6 +73,31 @@ void dense_products(int device, bool trans_a, bool trans_b, GemmShape s, T alpha
                     beta, c, s.n, s.m * s.n, batch, op);
 }
 
+// The same products with f32 operands rounded to bfloat16 (nearest even) first.
+void bf16_products(int device, bool trans_a, bool trans_b, GemmShape s, float alpha, const Tensor& a,
+                   const Tensor& b, float beta, Tensor& c, int64_t batch, const char* op) {
+  if (s.m == 0 || s.n == 0 || batch == 0) return;
+  if (s.k == 0) {
+    scale_output(device, c.data<float>(), batch * s.m * s.n, beta);
+    return;
+  }
+  const Tensor a16 = to_bf16_storage(a), b16 = to_bf16_storage(b);
+  const int64_t lda = trans_a ? s.m : s.k, ldb = trans_b ? s.k : s.n, ldc = s.n;
+  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  // Column-major, as in row_major_gemm: C^T [n, m] = op(B)^T [n, k] op(A)^T [k, m].
+  VITUNE_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      cublas(device), op_b, op_a, cublas_int(s.n, "n", op), cublas_int(s.m, "m", op), cublas_int(s.k, "k", op),
+      &alpha, b16.raw(), CUDA_R_16BF, cublas_int(ldb, "ldb", op), static_cast<long long>(s.k * s.n), a16.raw(),
+      CUDA_R_16BF, cublas_int(lda, "lda", op), static_cast<long long>(s.m * s.k), &beta, c.raw(), CUDA_R_32F,
+      cublas_int(ldc, "ldc", op), static_cast<long long>(s.m * s.n), cublas_int(batch, "batch", op),
+      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+void check_autocast_operand(const Tensor& a, const char* op) {
+  VITUNE_CHECK(a.dtype() == DType::F32, op, ": bf16 autocast takes f32 operands, got ", a.str());
+}
+
 }  // namespace
 
 void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
@@ -90,17 +115,10 @@ void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tenso
 void gemm_batched(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b,
                   double beta, Tensor& c) {
   const char* op = "gemm_batched";
-  check_cuda_float(a, op);
-  same_device({&a, &b, &c}, op);
-  VITUNE_CHECK(a.ndim() == 3 && b.ndim() == 3 && c.ndim() == 3 && a.dim(0) == b.dim(0) &&
-                   a.dim(0) == c.dim(0),
-               op, ": expects [S,.,.] operands with one stack size, got ", a.str(), ", ", b.str(), ", ",
-               c.str());
-  int64_t stack = a.dim(0);
-  if (stack == 0 || a.numel() + c.numel() == 0) return;
-  GemmShape s = gemm_shape(trans_a, trans_b, a.rows(0, 1).reshape({a.dim(1), a.dim(2)}),
-                           b.rows(0, 1).reshape({b.dim(1), b.dim(2)}),
-                           c.rows(0, 1).reshape({c.dim(1), c.dim(2)}), op);
+  const StackShape stacked = stack_shape(trans_a, trans_b, a, b, c, op);
+  if (stacked.stack == 0) return;
+  const int64_t stack = stacked.stack;
+  const GemmShape s = stacked.item;
   count_flops(2 * stack * s.m * s.n * s.k);
   const int device = a.device().index;
   dispatch_float(a, op, [&](auto zero) {
@@ -108,6 +126,26 @@ void gemm_batched(bool trans_a, bool trans_b, double alpha, const Tensor& a, con
     dense_products<T>(device, trans_a, trans_b, s, T(alpha), a.data<T>(), b.data<T>(), T(beta), c.data<T>(),
                       stack, op);
   });
+}
+
+void gemm_bf16(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
+               Tensor& c) {
+  const GemmShape s = gemm_shape(trans_a, trans_b, a, b, c, "gemm");
+  check_autocast_operand(a, "gemm");
+  count_flops(2 * s.m * s.n * s.k);
+  bf16_products(a.device().index, trans_a, trans_b, s, float(alpha), a, b, float(beta), c, 1, "gemm");
+}
+
+void gemm_batched_bf16(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
+                       Tensor& c) {
+  const char* op = "gemm_batched";
+  const StackShape stacked = stack_shape(trans_a, trans_b, a, b, c, op);
+  if (stacked.stack == 0) return;
+  const int64_t stack = stacked.stack;
+  const GemmShape s = stacked.item;
+  check_autocast_operand(a, op);
+  count_flops(2 * stack * s.m * s.n * s.k);
+  bf16_products(a.device().index, trans_a, trans_b, s, float(alpha), a, b, float(beta), c, stack, op);
 }
 
 }  // namespace vitune::cuda
