@@ -139,6 +139,7 @@ void add_finetune_command(CLI::App& app) {
   options->run.optim.add_to(*command);
   options->run.output.add_to(*command, true);
   options->run.device.add_to(*command);
+  options->run.add_bf16_flag(*command);
   command->callback([options, train, targets, alpha] {
     options->train_given = train->count() > 0;
     options->lora_targets_given = targets->count() > 0;

@@ -44,6 +44,7 @@ void add_pretrain_command(CLI::App& app) {
   options->run.optim.add_to(*command);
   options->run.output.add_to(*command, true);
   options->run.device.add_to(*command);
+  options->run.add_bf16_flag(*command);
   command->callback([options] { run_pretrain(*options); });
 }
 

@@ -9,6 +9,18 @@
 
 namespace vitune::cli {
 
+void RunOptions::add_bf16_flag(CLI::App& command) {
+  command.add_flag("--bf16", bf16,
+                   "bf16 autocast: the linear layers' matrix products (forward and backward) take operands "
+                   "rounded to bfloat16 with fp32 accumulation; weights, gradients and optimizer state stay fp32 "
+                   "(tensor cores on CUDA, an exact emulation without speed gain on the CPU)");
+}
+
+std::string RunOptions::precision() const {
+  if (bf16) return "bf16-autocast";
+  return device.tf32 ? "tf32" : "fp32";
+}
+
 int64_t trainable_parameter_count(const nn::VisionTransformer& model) {
   int64_t count = 0;
   for (const nn::Parameter* p : model.parameters()) count += p->trainable_count();
@@ -52,6 +64,7 @@ void train_and_report(const std::string& command, nn::VisionTransformer& model, 
   nn::TrainConfig config = options.optim.train_config(train.loader->batches_per_epoch());
   config.checkpoint_path = out.checkpoint;
   config.log_path = out.log;
+  config.bf16_autocast = options.bf16;
   const int64_t trainable = trainable_parameter_count(model);
   const int64_t total = model.parameter_count();
 
@@ -87,6 +100,7 @@ void train_and_report(const std::string& command, nn::VisionTransformer& model, 
   results["optimizer"] = options.optim.optimizer;
   results["lr"] = options.optim.lr;
   results["schedule"] = options.optim.schedule;
+  results["precision"] = options.precision();
   results["trainable_parameters"] = trainable;
   results["total_parameters"] = total;
   results["peak_memory_bytes"] = peak_bytes;

@@ -1,7 +1,8 @@
 // One training run from the command line, shared by pretrain and finetune: opens the
 // data, trains with a progress bar, evaluates, saves the model (LoRA adapters merged
 // into the weights first) and writes the results, with what lets runs of different
-// methods compare side by side: trainable parameters, peak memory and mean step time.
+// methods compare side by side: trainable parameters, peak memory, mean step time and
+// the precision of the products (fp32, TF32, bf16 autocast).
 #pragma once
 
 #include <chrono>
@@ -19,6 +20,14 @@ struct RunOptions {
   OptimOptions optim;
   OutputOptions output;
   DeviceOptions device;
+  bool bf16 = false;  // --bf16: bf16 autocast for the training run (engine/autocast.h)
+
+  // Registers --bf16. Only the training commands (pretrain, finetune) take it; commands
+  // that do not train do not offer it, so giving it to them is an unknown-flag error.
+  void add_bf16_flag(CLI::App& command);
+  // "fp32", "tf32" or "bf16-autocast": the results' "precision" field. With --bf16 and
+  // --tf32 both, it is "bf16-autocast" (and "tf32": true says the rest ran in TF32).
+  std::string precision() const;
 };
 
 // `results` comes in with the command's own fields and goes out with the rest. The model

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "engine/autocast.h"
 #include "engine/ops.h"
 #include "nn/components.h"
 #include "nn/gradients.h"
@@ -164,6 +165,9 @@ void Trainer::resume(const std::string& checkpoint) {
 }
 
 EvalResult Trainer::run(const std::function<void(const StepReport&)>& on_step, data::Loader* eval) {
+  // The whole loop runs under the switch; only the matrix products consult it, and the
+  // optimizer, clipping and norms have none.
+  AutocastBf16Scope autocast(config_.bf16_autocast || autocast_bf16());
   EvalResult last;
   auto run_eval = [&] {
     eval->seek(0, 0);

@@ -5,7 +5,8 @@
 // checkpoints written atomically at intervals that resume bit-exactly (weights,
 // optimizer state, step and the loader's position). A non-finite loss stops the run
 // (and an evaluation) with a clear message naming the first parameter that holds a NaN
-// or infinity, and leaves the last good checkpoint in place.
+// or infinity, and leaves the last good checkpoint in place. Optionally under bf16
+// autocast (TrainConfig::bf16_autocast).
 #pragma once
 
 #include <cstdio>
@@ -38,6 +39,10 @@ struct TrainConfig {
   int64_t checkpoint_every = 0; // 0: only at the end (when a path is given)
   std::string checkpoint_path;  // "" : no checkpoints
   std::string log_path;         // "" : no JSON lines
+  // bf16 autocast (engine/autocast.h) for the run: every training step's forward, loss
+  // and backward, and the evaluations the run makes. Weights, gradients and optimizer
+  // state stay fp32. False leaves the process-wide setting as it is.
+  bool bf16_autocast = false;
 };
 
 struct EvalResult {
