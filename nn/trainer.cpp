@@ -2,8 +2,10 @@
 #include "nn/trainer.h"
 
 #include <cmath>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "engine/atomic_file.h"
 #include "engine/autocast.h"
 #include "engine/ops.h"
 #include "nn/components.h"
@@ -66,6 +68,23 @@ std::string non_finite_parameter_note(const std::vector<Parameter*>& parameters)
   return "every parameter is finite";
 }
 
+// A resumed run continues the log of the run it resumes, from the checkpoint's step:
+// the lines the interrupted run wrote after it (steps and evaluations it will redo, and
+// a last line cut short by the interruption) are dropped, so the log reads as one
+// uninterrupted run. Rewritten atomically; a missing log starts empty.
+void keep_log_through_step(const std::string& path, int64_t step) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    ordered_json entry = ordered_json::parse(line, nullptr, false);
+    if (entry.is_object() && entry["step"].is_number_integer() && entry["step"].get<int64_t>() <= step) {
+      kept += line + "\n";
+    }
+  }
+  write_file_atomically(path, kept);
+}
+
 }  // namespace
 
 OptimizerKind parse_optimizer_kind(const std::string& text, const std::string& flag) {
@@ -126,8 +145,9 @@ Trainer::~Trainer() {
 void Trainer::log_line(const std::string& json) {
   if (config_.log_path.empty()) return;
   if (!log_) {
-    // A resumed run appends to the log of the run it continues.
-    log_ = std::fopen(config_.log_path.c_str(), step_ > 0 ? "a" : "w");
+    // A resumed run appends to the log of the run it continues (cut at its step by
+    // resume()); a fresh run starts a new log.
+    log_ = std::fopen(config_.log_path.c_str(), resumed_ ? "a" : "w");
     VITUNE_CHECK(log_ != nullptr, config_.log_path, ": cannot open the training log for writing");
   }
   VITUNE_CHECK(std::fprintf(log_, "%s\n", json.c_str()) > 0 && std::fflush(log_) == 0, config_.log_path,
@@ -162,6 +182,8 @@ void Trainer::resume(const std::string& checkpoint) {
   optimizer_->import_state(kOptimizerPrefix, file.tensors, checkpoint);
   step_ = state["step"].get<int64_t>();
   train_.seek(state["epoch"].get<int64_t>(), state["batch"].get<int64_t>());
+  resumed_ = true;
+  if (!config_.log_path.empty()) keep_log_through_step(config_.log_path, step_);
 }
 
 EvalResult Trainer::run(const std::function<void(const StepReport&)>& on_step, data::Loader* eval) {

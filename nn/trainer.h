@@ -64,7 +64,8 @@ class Trainer {
   ~Trainer();
 
   // Restores weights, optimizer state, step and loader position from a checkpoint this
-  // trainer wrote (same model shape, same freeze states).
+  // trainer wrote (same model shape, same freeze states). The log (when one is set)
+  // keeps its lines up to the checkpoint's step, and the run appends to it.
   void resume(const std::string& checkpoint);
   // Trains up to config.steps; on_step sees every step; `eval` (may be null) is run
   // every eval_every steps and at the end. Returns the last evaluation.
@@ -84,6 +85,7 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
   std::vector<Parameter*> trainable_;
   int64_t step_ = 0;
+  bool resumed_ = false;  // resume() ran: the log is continued, not started anew
   std::FILE* log_ = nullptr;
 };
 

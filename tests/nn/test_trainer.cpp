@@ -2,6 +2,9 @@
 // gives bit-identical weights to an uninterrupted run (data order and random flips
 // included); a non-finite loss stops the run and the last good checkpoint survives.
 #include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 #include "data/transform_presets.h"
 #include "engine/random.h"
@@ -111,6 +114,56 @@ TEST(Trainer, ResumingFromACheckpointIsBitExact) {
     EXPECT_TRUE(bitwise_equal(p->value(), second_half.model.parameter(p->name()).value())) << p->name();
   }
   std::remove(checkpoint.c_str());
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A run killed after its checkpoint at step 4 had logged steps 5 and 6 and half a line;
+// the resumed run redoes them, and its log equals a straight run's, byte for byte. A
+// fresh run overwrites an old log instead of appending to it.
+TEST(Trainer, AResumedRunsLogReadsAsOneRunAndAFreshRunStartsANewLog) {
+  const std::string dir = ::testing::TempDir();
+  const std::string checkpoint = dir + "/log_resume.safetensors", straight_log = dir + "/straight.jsonl",
+                    resumed_log = dir + "/resumed.jsonl";
+  auto config = [&](int64_t steps, const std::string& ckpt, const std::string& log) {
+    nn::TrainConfig c = train_config(steps, ckpt);
+    c.log_every = 1;
+    c.log_path = log;
+    return c;
+  };
+  TrainingSetup straight;
+  nn::Trainer(straight.model, config(8, "", straight_log), straight.loader).run(nullptr, nullptr);
+  const std::string expected = read_text(straight_log);
+  ASSERT_FALSE(expected.empty());
+
+  {
+    TrainingSetup killed;
+    nn::Trainer(killed.model, config(4, checkpoint, resumed_log), killed.loader).run(nullptr, nullptr);
+  }
+  TrainingSetup beyond;  // what the killed run logged past its checkpoint
+  nn::Trainer(beyond.model, config(6, "", resumed_log + ".beyond"), beyond.loader).run(nullptr, nullptr);
+  std::string past = read_text(resumed_log + ".beyond");
+  size_t fifth = 0;
+  for (int line = 0; line < 4; ++line) fifth = past.find('\n', fifth) + 1;
+  std::ofstream(resumed_log, std::ios::app) << past.substr(fifth) << "{\"step\": 7, \"epo";
+
+  TrainingSetup second;
+  nn::Trainer resumed(second.model, config(8, checkpoint, resumed_log), second.loader);
+  resumed.resume(checkpoint);
+  resumed.run(nullptr, nullptr);
+  EXPECT_EQ(read_text(resumed_log), expected);
+
+  TrainingSetup again;
+  nn::Trainer(again.model, config(8, "", resumed_log), again.loader).run(nullptr, nullptr);
+  EXPECT_EQ(read_text(resumed_log), expected);
+  for (const std::string& path : {checkpoint, straight_log, resumed_log, resumed_log + ".beyond"}) {
+    std::remove(path.c_str());
+  }
 }
 
 TEST(Trainer, NonFiniteLossStopsTheRunAndKeepsTheLastGoodCheckpoint) {
