@@ -13,6 +13,7 @@
 
 #include "bench/step_workload.h"
 #include "engine/allocator.h"
+#include "engine/autocast.h"
 #include "engine/cpu/blas.h"
 #include "engine/cpu/gemm_kernel.h"
 #include "engine/cuda/cuda_info.h"
@@ -33,23 +34,25 @@ using vitune::autograd::Variable;
 // cores of the reference machine (438 GFLOP/s).
 constexpr double kCudaFp32PeakTflops = 67.0;
 constexpr double kCudaTf32PeakTflops = 495.0;
+constexpr double kCudaBf16PeakTflops = 989.0;
 constexpr double kCpuPeakTflops = 0.438;
 
 constexpr const char* kUsage =
     "usage: vit_step [--img N] [--patch N] [--chans N] [--dim N] [--depth N] [--heads N]\n"
     "                [--classes N] [--batch N] [--steps N] [--warmup N]\n"
     "                [--mode forward|train] [--threads N]\n"
-    "                [--device cpu|cuda[:N]] [--tf32] [--peak-tflops X]\n"
+    "                [--device cpu|cuda[:N]] [--tf32] [--bf16] [--peak-tflops X]\n"
     "Times ViT steps on random images and prints one JSON line:\n"
     "{\"images_per_s\", \"ms_per_step\", \"peak_bytes\" (host allocator), \"gemm_kernel\",\n"
-    " \"blas_core\", \"threads\", \"device\", \"tf32\", \"mode\", \"batch\", \"steps\", \"config\",\n"
+    " \"blas_core\", \"threads\", \"device\", \"tf32\", \"bf16\", \"mode\", \"batch\", \"steps\", \"config\",\n"
     " \"model_flops_per_step\" (GEMM FLOPs), \"peak_tflops\", \"mfu\"} and, on a CUDA device,\n"
     "\"device_name\" and \"peak_device_bytes\".\n"
     "Defaults: the Fashion-MNIST ViT (28, patch 4, 1 channel, dim 64, depth 4, heads 4,\n"
     "10 classes), batch 128, 20 steps, 3 warmup, mode train, threads from\n"
-    "VITUNE_NUM_THREADS or all cores, device cpu. --tf32 runs the CUDA GEMMs in TF32.\n"
-    "--peak-tflops defaults to 67 on CUDA (FP32), 495 with --tf32 (H100/H200 SXM dense\n"
-    "figures) and 0.438 on the CPU.\n";
+    "VITUNE_NUM_THREADS or all cores, device cpu. --tf32 runs the CUDA GEMMs in TF32; --bf16 runs\n"
+    "the step under bf16 autocast (bf16 GEMM operands, fp32 accumulation; emulated on the CPU).\n"
+    "--peak-tflops defaults to 67 on CUDA (FP32), 495 with --tf32, 989 with --bf16\n"
+    "(H100/H200 SXM dense figures) and 0.438 on the CPU.\n";
 
 struct Options {
   vitune::nn::VitConfig config;
@@ -60,6 +63,7 @@ struct Options {
   int threads = 0;  // 0: keep the pool's size
   Device device = Device::cpu();
   bool tf32 = false;
+  bool bf16 = false;  // bf16 autocast
   double peak_tflops = 0.0;  // 0: the default of the device and precision
 };
 
@@ -93,7 +97,7 @@ Device checked_device(const std::string& text) {
   return device;
 }
 
-// Flags as "--name value" or "--name=value"; --tf32 takes no value.
+// Flags as "--name value" or "--name=value"; --tf32 and --bf16 take no value.
 Options parse_options(int argc, char** argv) {
   Options options;
   options.config = vitune::bench::fmnist_config();
@@ -111,8 +115,8 @@ Options parse_options(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     }
-    if (flag == "--tf32") {
-      options.tf32 = true;
+    if (flag == "--tf32" || flag == "--bf16") {
+      (flag == "--tf32" ? options.tf32 : options.bf16) = true;
       continue;
     }
     size_t equals = flag.find('=');
@@ -145,6 +149,7 @@ Options parse_options(int argc, char** argv) {
                "vit_step: --tf32 applies to CUDA GEMMs only; give it with --device cuda");
   if (options.peak_tflops == 0.0) {
     options.peak_tflops = options.device.is_cpu() ? kCpuPeakTflops
+                          : options.bf16          ? kCudaBf16PeakTflops
                           : options.tf32          ? kCudaTf32PeakTflops
                                                   : kCudaFp32PeakTflops;
   }
@@ -196,6 +201,7 @@ std::string fixed(double value, int digits) {
 void run(const Options& options) {
   if (options.threads > 0) vitune::set_num_threads(options.threads);
   if (options.device.is_cuda()) vitune::cuda::set_tf32(options.tf32);
+  vitune::AutocastBf16Scope autocast(options.bf16);
   const Device device = options.device;
   vitune::bench::StepWorkload workload(options.config, options.batch, device);
   for (int64_t i = 0; i < options.warmup; ++i) run_step(workload, options.train);
@@ -221,6 +227,7 @@ void run(const Options& options) {
       ", \"gemm_kernel\": ", json_string(vitune::cpu::gemm_kernel_name()),
       ", \"blas_core\": ", json_string(vitune::blas_core_name()), ", \"threads\": ", vitune::num_threads(),
       ", \"device\": ", json_string(device.str()), ", \"tf32\": ", options.tf32 ? "true" : "false",
+      ", \"bf16\": ", options.bf16 ? "true" : "false",
       ", \"mode\": ", json_string(options.train ? "train" : "forward"), ", \"batch\": ", options.batch,
       ", \"steps\": ", options.steps, ", \"config\": ", options.config.to_json(),
       ", \"model_flops_per_step\": ", flops_per_step, ", \"peak_tflops\": ", fixed(options.peak_tflops, 3),

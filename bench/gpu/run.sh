@@ -18,7 +18,7 @@
 #   b. nvidia-smi and `vitune info`                        seconds   [30 s]
 #   c. cuda_tests                                          < 1 min   [120 s]
 #   d. `vitune trace` of the tiny ViT                      seconds   [60 s]
-#   e. vit_step, 8 runs of 13 + 1 steps                    ~40 s     [60 s each]
+#   e. vit_step, 12 runs of 13 + 1 steps (fp32, tf32, bf16) ~60 s    [60 s each]
 #   f. inputs (12,800 images, 39 MB a file) + the anchor   ~30-60 s  [60 s + 180 s]
 #   g. selection_cost.sh at two batch sizes, 1,024 images  ~1-2 min  [200 s each]
 #   h. the anchor again with --tf32, if time is left       ~20-40 s  [120 s]
@@ -26,7 +26,7 @@
 # $OUT/parts.tsv and the summary, and the script goes on.
 #
 # Environment: OUT, SCRATCH, BUILD (default build-gpu), JOBS (16), BUDGET_S (480),
-# DEVICE (cuda), SKIP_BUILD=1 (use BUILD as it is), DRY_RUN=1 (DEVICE cpu, the TF32 runs
+# DEVICE (cuda), SKIP_BUILD=1 (use BUILD as it is), DRY_RUN=1 (DEVICE cpu, the TF32 and bf16 runs
 # left out, tiny sizes, 1 job and a 30-minute budget: checks every command's flags and the
 # files passed between them on a machine without a GPU).
 set -u -o pipefail
@@ -53,7 +53,7 @@ else
   SELECT_IMAGES=1024 SELECT_BATCHES="32 64"
 fi
 PRECISIONS="fp32"
-[ "$DEVICE" != cpu ] && PRECISIONS="fp32 tf32"
+[ "$DEVICE" != cpu ] && PRECISIONS="fp32 tf32 bf16"
 
 VITUNE=$BUILD/cli/vitune
 VIT_STEP=$BUILD/bench/vit_step
@@ -143,6 +143,7 @@ vit_steps() {
   for precision in $PRECISIONS; do
     flag=""
     [ "$precision" = tf32 ] && flag=--tf32
+    [ "$precision" = bf16 ] && flag=--bf16
     for batch in $VIT_B_BATCHES; do
       # shellcheck disable=SC2086  # VIT_B16 and flag are lists of flags
       limited 60 "$VIT_STEP" $VIT_B16 --batch "$batch" --steps "$STEPS" --warmup "$WARMUP" --mode train \
@@ -214,12 +215,13 @@ summary() {
   if [ -s "$OUT/vit_step.jsonl" ]; then
     echo
     echo "vit_step (train steps):"
-    echo "| model dim | batch | tf32 | images/s | ms/step | GFLOPs/step | MFU | peak device MiB |"
-    echo "|---:|---:|---|---:|---:|---:|---:|---:|"
+    echo "| model dim | batch | tf32 | bf16 | images/s | ms/step | GFLOPs/step | MFU | peak device MiB |"
+    echo "|---:|---:|---|---|---:|---:|---:|---:|---:|"
     while IFS= read -r line; do
-      printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+      printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
         "$(echo "$line" | json_field dim)" "$(echo "$line" | json_field batch)" \
-        "$(echo "$line" | json_field tf32)" "$(echo "$line" | json_field images_per_s)" \
+        "$(echo "$line" | json_field tf32)" "$(echo "$line" | json_field bf16)" \
+        "$(echo "$line" | json_field images_per_s)" \
         "$(echo "$line" | json_field ms_per_step)" \
         "$(echo "$line" | json_field model_flops_per_step | awk '{ printf "%.1f", $1 / 1e9 }')" \
         "$(echo "$line" | json_field mfu)" \
