@@ -1,9 +1,9 @@
-// SGD and AdamW updates of a parameter's trainable entries on the host (engine/ops.h).
-#include <cmath>
-
+// SGD and AdamW updates of a parameter's trainable entries on the host (engine/ops.h),
+// by the rules of engine/optimizer_rules.h.
 #include "engine/cpu/check.h"
 #include "engine/op_checks.h"
 #include "engine/ops.h"
+#include "engine/optimizer_rules.h"
 #include "engine/parallel.h"
 
 namespace vitune::cpu {
@@ -28,13 +28,7 @@ void sgd_update(Tensor& value, const Tensor* indices, const Tensor& grad, Tensor
   float* buffer = momentum_buffer ? momentum_buffer->data<float>() : nullptr;
   parallel_for(grad.numel(), 4096, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      float& p = p_all[index ? index[i] : i];
-      float d = g[i] + u.weight_decay * p;
-      if (buffer) {
-        buffer[i] = u.first ? d : u.momentum * buffer[i] + d;
-        d = u.nesterov ? d + u.momentum * buffer[i] : buffer[i];
-      }
-      p -= u.lr * d;
+      sgd_entry(p_all[index ? index[i] : i], g[i], buffer ? buffer + i : nullptr, u);
     }
   });
 }
@@ -48,11 +42,7 @@ void adamw_update(Tensor& value, const Tensor* indices, const Tensor& grad, Tens
   float* m2 = v.data<float>();
   parallel_for(grad.numel(), 4096, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      float& p = p_all[index ? index[i] : i];
-      p *= u.decay;
-      m1[i] += (g[i] - m1[i]) * (1.0f - u.beta1);
-      m2[i] = m2[i] * u.beta2 + (1.0f - u.beta2) * g[i] * g[i];
-      p -= u.step_size * m1[i] / (std::sqrt(m2[i]) / u.bias2_sqrt + u.eps);
+      adamw_entry(p_all[index ? index[i] : i], g[i], m1[i], m2[i], u);
     }
   });
 }

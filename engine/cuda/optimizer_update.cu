@@ -1,13 +1,14 @@
 // SGD and AdamW updates of a parameter's trainable entries on CUDA (engine/ops.h). One
 // thread per updated entry i, which reads and writes value.flat[indices[i]] (or
-// value.flat[i] without indices) and slot i of the gradient and the state buffers. The
-// float expressions are those of engine/cpu/optimizer_update.cpp, term for term.
+// value.flat[i] without indices) and slot i of the gradient and the state buffers, by
+// the rules the CPU uses too (engine/optimizer_rules.h).
 #include <cstdint>
 #include <initializer_list>
 
 #include "engine/cuda/cuda_context.h"
 #include "engine/op_checks.h"
 #include "engine/ops.h"
+#include "engine/optimizer_rules.h"
 
 namespace vitune::cuda {
 
@@ -23,33 +24,21 @@ int update_operands(const Tensor& value, const Tensor* indices, const Tensor& gr
   return device;
 }
 
-// SGD: d = g + wd p; with a momentum buffer, buf = (first ? d : momentum buf + d) and
-// d = (nesterov ? d + momentum buf : buf); then p -= lr d. `buffer` may be null.
+// One thread per updated entry, by the rules of engine/optimizer_rules.h. `buffer` may
+// be null.
 __global__ void sgd_kernel(float* p_all, const int64_t* index, const float* g, float* buffer,
                            int64_t count, SgdUpdate u) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
-    float& p = p_all[index ? index[i] : i];
-    float d = g[i] + u.weight_decay * p;
-    if (buffer) {
-      buffer[i] = u.first ? d : u.momentum * buffer[i] + d;
-      d = u.nesterov ? d + u.momentum * buffer[i] : buffer[i];
-    }
-    p -= u.lr * d;
+    sgd_entry(p_all[index ? index[i] : i], g[i], buffer ? buffer + i : nullptr, u);
   }
 }
 
-// AdamW (decoupled decay): p *= 1 - lr wd; m += (g - m)(1 - b1); v = b2 v + (1 - b2) g^2;
-// p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
 __global__ void adamw_kernel(float* p_all, const int64_t* index, const float* g, float* m1,
                              float* m2, int64_t count, AdamWUpdate u) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
-    float& p = p_all[index ? index[i] : i];
-    p *= u.decay;
-    m1[i] += (g[i] - m1[i]) * (1.0f - u.beta1);
-    m2[i] = m2[i] * u.beta2 + (1.0f - u.beta2) * g[i] * g[i];
-    p -= u.step_size * m1[i] / (sqrtf(m2[i]) / u.bias2_sqrt + u.eps);
+    adamw_entry(p_all[index ? index[i] : i], g[i], m1[i], m2[i], u);
   }
 }
 
