@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -70,6 +71,13 @@ inline bool bitwise_equal(const Tensor& a, const Tensor& b) {
 
 // The elements of `t` as doubles, in index order.
 inline std::vector<double> values(const Tensor& t) { return t.to(DType::F64).to_vector<double>(); }
+
+// The largest |x - y| over the elements of two tensors of one element count.
+inline double max_difference(const Tensor& x, const Tensor& y) {
+  double worst = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) worst = std::max(worst, std::fabs(x.item(i) - y.item(i)));
+  return worst;
+}
 
 // Sum of a * b over all elements, in double, in index order.
 inline double dot(const Tensor& a, const Tensor& b) {

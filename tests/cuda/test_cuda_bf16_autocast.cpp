@@ -125,12 +125,6 @@ StepResult one_step(Device device, bool autocast) {
   return result;
 }
 
-double max_difference(const Tensor& x, const Tensor& y) {
-  double worst = 0;
-  for (int64_t i = 0; i < x.numel(); ++i) worst = std::max(worst, std::fabs(x.item(i) - y.item(i)));
-  return worst;
-}
-
 // The two sides round the same operands to bf16 except where an fp32 accumulation-order
 // difference upstream moves a value across a bf16 rounding boundary (rare, and then by
 // one bf16 ulp of one term): far tighter than the bf16-versus-fp32 difference.

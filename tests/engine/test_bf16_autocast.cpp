@@ -124,12 +124,6 @@ Tensor rounded_reference(bool ta, bool tb, double alpha, const Tensor& a, const 
   return expected;
 }
 
-double max_difference(const Tensor& x, const Tensor& y) {
-  double worst = 0;
-  for (int64_t i = 0; i < x.numel(); ++i) worst = std::max(worst, std::fabs(x.item(i) - y.item(i)));
-  return worst;
-}
-
 // fp32 accumulation of 53 exact products of bf16 values.
 constexpr Tolerance kAccumulation{1e-5, 1e-5};
 // bf16 rounding of N(0,1) operands moves such a product by ~1e-2; fp32 noise is ~1e-6.

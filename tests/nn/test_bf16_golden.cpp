@@ -31,12 +31,6 @@ constexpr Tolerance kEmulatedFirstLosses{1e-6, 1e-6};
 // 1.7e-3 -- its bf16 activations dominate (fp32 training: 2.0e-2, 2.9e-3, 2.1e-3 away).
 constexpr Tolerances kAutocast{{3e-2, 3e-2}, {1e-2, 1e-2}, {3e-3, 3e-2}};
 
-double max_difference(const Tensor& x, const Tensor& y) {
-  double worst = 0;
-  for (int64_t i = 0; i < x.numel(); ++i) worst = std::max(worst, std::fabs(x.item(i) - y.item(i)));
-  return worst;
-}
-
 std::vector<nn::Parameter*> trainable(TinyVit& vit) {
   std::vector<nn::Parameter*> out;
   for (nn::Parameter* p : vit.model().parameters()) out.push_back(p);
