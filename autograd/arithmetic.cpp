@@ -27,11 +27,11 @@ Variable add_broadcast_batch(const Variable& x, const Variable& p) {
   ops::add_row_broadcast(y_rows, p.value().reshape({-1}));
   return make_result(y, {x, p}, "add_broadcast_batch", [x, p](const Tensor& dy) {
     if (needs_grad(x)) accumulate_grad(x, dy);
-    if (needs_grad(p)) {
-      Tensor dp = Tensor::zeros(p.shape(), dy.dtype());
-      Tensor dp_flat = dp.reshape({-1});
+    GradientSlot dp(p);
+    if (dp.wanted()) {
+      Tensor dp_flat = dp.accumulator().reshape({-1});
       ops::sum_rows_into(dy.reshape({dy.dim(0), -1}), dp_flat);
-      accumulate_grad(p, dp);
+      dp.commit();
     }
   });
 }
@@ -50,27 +50,26 @@ Variable matmul(const Variable& a, const Variable& b) {
   bool batched = av.ndim() == 3;
   VITUNE_CHECK((av.ndim() == 2 || batched) && bv.ndim() == av.ndim(), "matmul: expects two 2-D or two 3-D operands, got ",
                av.str(), " and ", bv.str());
-  auto product = [batched](bool ta, bool tb, const Tensor& x, const Tensor& y, Tensor& out) {
+  auto product = [batched](bool ta, bool tb, const Tensor& x, const Tensor& y, double beta, Tensor& out) {
     if (batched) {
-      ops::gemm_batched(ta, tb, 1.0, x, y, 0.0, out);
+      ops::gemm_batched(ta, tb, 1.0, x, y, beta, out);
     } else {
-      ops::gemm(ta, tb, 1.0, x, y, 0.0, out);
+      ops::gemm(ta, tb, 1.0, x, y, beta, out);
     }
   };
   Shape out_shape = av.shape();
   out_shape.back() = bv.dim(-1);
-  Tensor c(out_shape, av.dtype());
-  product(false, false, av, bv, c);
+  Tensor c = Tensor::like(av, out_shape);
+  product(false, false, av, bv, 0.0, c);
   return make_result(c, {a, b}, "matmul", [a, b, product](const Tensor& dc) {
-    if (needs_grad(a)) {
-      Tensor da(a.shape(), dc.dtype());
-      product(false, true, dc, b.value(), da);
-      accumulate_grad(a, da);
+    GradientSlot da(a), db(b);
+    if (da.wanted()) {
+      product(false, true, dc, b.value(), da.beta(), da.dense());
+      da.commit();
     }
-    if (needs_grad(b)) {
-      Tensor db(b.shape(), dc.dtype());
-      product(true, false, a.value(), dc, db);
-      accumulate_grad(b, db);
+    if (db.wanted()) {
+      product(true, false, a.value(), dc, db.beta(), db.dense());
+      db.commit();
     }
   });
 }

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "autograd/functions.h"
-#include "engine/cpu/check.h"
 #include "engine/parallel.h"
 
 namespace vitune::autograd {
@@ -28,12 +27,12 @@ struct ContrastiveSaved {
 };
 
 void check_arguments(const Tensor& features, const Tensor& labels, double temperature, const char* op) {
-  cpu::check_float(features, op);
+  VITUNE_CHECK(features.dtype() == DType::F32 || features.dtype() == DType::F64, op,
+               ": expected f32 or f64 features, got ", features.str());
   VITUNE_CHECK(features.ndim() == 2 && features.dim(0) >= 2 && features.dim(1) >= 1, op,
                ": features must be [rows, dim] with at least 2 rows (two views of each image "
                "stacked), got ",
                features.str());
-  cpu::check_host(labels, op);
   VITUNE_CHECK(labels.dtype() == DType::I64 && labels.ndim() == 1 && labels.dim(0) == features.dim(0),
                op, ": labels must be i64[", features.dim(0), "] to match features ", features.str(),
                ", got ", labels.str());
@@ -167,11 +166,11 @@ Variable supervised_contrastive(const Variable& features, const Tensor& labels, 
   const int64_t rows = x.dim(0), dim = x.dim(1);
   auto saved = std::make_shared<ContrastiveSaved>();
   saved->positives = count_positives(labels_host, op);
-  saved->z = Tensor(x.shape(), x.dtype());
-  saved->norms = Tensor({rows}, x.dtype());
-  saved->probs = Tensor({rows, rows}, x.dtype());
+  saved->z = Tensor::like(x, x.shape());
+  saved->norms = Tensor::like(x, {rows});
+  saved->probs = Tensor::like(x, {rows, rows});
   std::vector<double> row_loss(size_t(rows), 0.0);
-  cpu::dispatch_float(x, op, [&](auto zero) {
+  on_float_dtype(x, op, [&](auto zero) {
     using T = decltype(zero);
     normalize_rows<T>(x.data<T>(), rows, dim, saved->z.data<T>(), saved->norms.data<T>());
     forward_rows<T>(saved->z.data<T>(), labels_host.data<int64_t>(), saved->positives, rows, dim, temperature,
@@ -179,11 +178,11 @@ Variable supervised_contrastive(const Variable& features, const Tensor& labels, 
   });
   double total = 0;
   for (double loss : row_loss) total += loss;
-  Tensor value = Tensor::full({1}, total / double(rows), x.dtype()).to(device);
+  Tensor value = Tensor::full({1}, total / double(rows), x.dtype(), device);
   return make_result(value, {features}, op, [features, labels_host, temperature, saved, device](const Tensor& dl) {
     const Tensor& z = saved->z;  // the host copy, shaped like the features
-    Tensor dx(z.shape(), z.dtype());
-    cpu::dispatch_float(z, "supervised_contrastive backward", [&](auto zero) {
+    Tensor dx = Tensor::like(z, z.shape());
+    on_float_dtype(z, "supervised_contrastive backward", [&](auto zero) {
       using T = decltype(zero);
       backward_rows<T>(*saved, labels_host.data<int64_t>(), z.dim(0), z.dim(1), temperature, dl.item(0),
                        dx.data<T>());

@@ -21,7 +21,7 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   int64_t out_features = w.dim(0), in_features = w.dim(1);
   Shape out_shape = xv.shape();
   out_shape.back() = out_features;
-  Tensor y(out_shape, xv.dtype());
+  Tensor y = Tensor::like(xv, out_shape);
   Tensor x2 = xv.reshape({-1, in_features});
   Tensor y2 = y.reshape({-1, out_features});
   ops::gemm(false, true, 1.0, x2, w, 0.0, y2);
@@ -32,32 +32,24 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   }
   return make_result(y, {x, weight, bias}, "linear", [x, weight, bias, x2, w](const Tensor& dy) {
     Tensor dy2 = dy.reshape({-1, w.dim(0)});
-    if (needs_grad(weight)) {
-      if (Tensor* dense = dense_leaf_grad(weight)) {
-        Tensor dw = dense->reshape(w.shape());
-        ops::gemm(true, false, 1.0, dy2, x2, 1.0, dw);
-      } else if (Tensor* sparse = masked_leaf_grad(weight)) {
-        ops::masked_weight_grad(dy2, x2, weight.grad_indices(), w.dim(1), *sparse);
+    GradientSlot dw(weight), db(bias), dx(x);
+    if (dw.wanted()) {
+      if (Tensor* selected = dw.selected()) {
+        ops::masked_weight_grad(dy2, x2, weight.grad_indices(), w.dim(1), *selected);
       } else {
-        Tensor dw(w.shape(), w.dtype());
-        ops::gemm(true, false, 1.0, dy2, x2, 0.0, dw);
-        accumulate_grad(weight, dw.reshape(weight.shape()));
+        Tensor dw2 = dw.dense().reshape(w.shape());
+        ops::gemm(true, false, 1.0, dy2, x2, dw.beta(), dw2);
+        dw.commit();
       }
     }
-    if (needs_grad(bias)) {
-      if (Tensor* dense = dense_leaf_grad(bias)) {
-        ops::sum_rows_into(dy2, *dense);
-      } else {
-        Tensor db = Tensor::zeros(bias.value().shape(), dy.dtype());
-        ops::sum_rows_into(dy2, db);
-        accumulate_grad(bias, db);
-      }
+    if (db.wanted()) {
+      ops::sum_rows_into(dy2, db.accumulator());
+      db.commit();
     }
-    if (needs_grad(x)) {
-      Tensor dx(x.value().shape(), dy.dtype());
-      Tensor dx2 = dx.reshape({-1, w.dim(1)});
-      ops::gemm(false, false, 1.0, dy2, w, 0.0, dx2);
-      accumulate_grad(x, dx);
+    if (dx.wanted()) {
+      Tensor dx2 = dx.dense().reshape({-1, w.dim(1)});
+      ops::gemm(false, false, 1.0, dy2, w, dx.beta(), dx2);
+      dx.commit();
     }
   });
 }

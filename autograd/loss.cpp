@@ -11,7 +11,7 @@ Variable cross_entropy(const Variable& logits, const Tensor& labels, double smoo
                smoothing);
   Tensor probs;
   double loss = ops::cross_entropy_forward(logits.value(), labels, smoothing, probs);
-  Tensor value = Tensor::full({1}, loss, logits.value().dtype());
+  Tensor value = Tensor::full({1}, loss, logits.value().dtype(), logits.value().device());
   return make_result(value, {logits}, "cross_entropy", [logits, labels, smoothing, probs](const Tensor& dl) {
     accumulate_grad(logits, ops::cross_entropy_backward(probs, labels, smoothing, dl.item(0)));
   });

@@ -13,18 +13,14 @@ Variable layer_norm(const Variable& x, const Variable& weight, const Variable& b
   Tensor mean, rstd;
   Tensor y = ops::layer_norm_forward(x.value(), weight.value(), bias.value(), eps, mean, rstd);
   return make_result(y, {x, weight, bias}, "layer_norm", [x, weight, bias, mean, rstd](const Tensor& dy) {
-    Tensor dx = needs_grad(x) ? Tensor(x.value().shape(), dy.dtype()) : Tensor();
-    Tensor* dw = needs_grad(weight) ? dense_leaf_grad(weight) : nullptr;
-    Tensor* db = needs_grad(bias) ? dense_leaf_grad(bias) : nullptr;
-    // A masked or inner weight/bias receives a fresh dense gradient, handed over below.
-    Tensor dw_fresh, db_fresh;
-    if (needs_grad(weight) && !dw) dw = &(dw_fresh = Tensor::zeros(weight.value().shape(), dy.dtype()));
-    if (needs_grad(bias) && !db) db = &(db_fresh = Tensor::zeros(bias.value().shape(), dy.dtype()));
-    ops::layer_norm_backward(dy, x.value(), weight.value(), mean, rstd, dx.defined() ? &dx : nullptr,
-                             dw, db);
+    // The kernel writes dx (a fresh tensor it makes) and adds into dweight and dbias.
+    GradientSlot dw(weight), db(bias);
+    Tensor dx;
+    ops::layer_norm_backward(dy, x.value(), weight.value(), mean, rstd, needs_grad(x) ? &dx : nullptr,
+                             dw.wanted() ? &dw.accumulator() : nullptr, db.wanted() ? &db.accumulator() : nullptr);
     if (dx.defined()) accumulate_grad(x, dx);
-    if (dw_fresh.defined()) accumulate_grad(weight, dw_fresh);
-    if (db_fresh.defined()) accumulate_grad(bias, db_fresh);
+    if (dw.wanted()) dw.commit();
+    if (db.wanted()) db.commit();
   });
 }
 

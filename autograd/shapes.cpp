@@ -26,11 +26,11 @@ Variable patchify(const Variable& images, int patch) {
 Variable prepend_token(const Variable& token, const Variable& x) {
   return make_result(ops::prepend_token(token.value(), x.value()), {token, x}, "prepend_token",
                      [token, x](const Tensor& dy) {
-                       if (needs_grad(token)) {
-                         Tensor dt = Tensor::zeros(token.shape(), dy.dtype());
-                         Tensor dt_flat = dt.reshape({-1});
+                       GradientSlot dt(token);
+                       if (dt.wanted()) {
+                         Tensor dt_flat = dt.accumulator().reshape({-1});
                          ops::sum_rows_into(ops::select_token(dy, 0), dt_flat);
-                         accumulate_grad(token, dt);
+                         dt.commit();
                        }
                        if (needs_grad(x)) accumulate_grad(x, ops::drop_first_token(dy));
                      });

@@ -63,33 +63,72 @@ Variable make_result(Tensor value, std::vector<Variable> inputs, const char* op,
   return result;
 }
 
-Tensor* dense_leaf_grad(const Variable& v) {
-  VariableImpl& impl = *v.impl();
+namespace {
+
+// A dense leaf's gradient buffer (zeros on first use); null for other variables.
+Tensor* dense_leaf_grad(VariableImpl& impl) {
   if (impl.grad_fn || impl.grad_indices.defined()) return nullptr;
-  if (!impl.grad.defined()) impl.grad = Tensor::zeros(impl.value.shape(), impl.value.dtype());
+  if (!impl.grad.defined()) impl.grad = Tensor::zeros_like(impl.value);
   return &impl.grad;
 }
 
-Tensor* masked_leaf_grad(const Variable& v) {
-  VariableImpl& impl = *v.impl();
+// An element-masked leaf's [selected] gradient buffer (zeros on first use); null for
+// other variables.
+Tensor* masked_leaf_grad(VariableImpl& impl) {
   if (impl.grad_fn || !impl.grad_indices.defined()) return nullptr;
-  if (!impl.grad.defined()) impl.grad = Tensor::zeros({impl.grad_indices.numel()}, impl.value.dtype());
+  if (!impl.grad.defined()) impl.grad = Tensor::zeros({impl.grad_indices.numel()}, impl.value.dtype(), impl.value.device());
   return &impl.grad;
 }
+
+}  // namespace
 
 void accumulate_grad(const Variable& v, const Tensor& g) {
   VariableImpl& impl = *v.impl();
   VITUNE_CHECK(g.shape() == impl.value.shape(), "gradient ", g.str(), " for '", impl.name,
                "' whose value is ", impl.value.str());
-  if (Tensor* sparse = masked_leaf_grad(v)) {
+  if (Tensor* sparse = masked_leaf_grad(impl)) {
     ops::axpy(1.0, ops::gather(g, impl.grad_indices), *sparse);
-  } else if (Tensor* dense = dense_leaf_grad(v)) {
+  } else if (Tensor* dense = dense_leaf_grad(impl)) {
     ops::axpy(1.0, g, *dense);
   } else {
     // Inner node: gradients are combined out of place, so one tensor may safely be
     // handed to several inputs (add passes its gradient through unchanged).
     impl.grad = impl.grad.defined() ? ops::add(impl.grad, g) : g;
   }
+}
+
+GradientSlot::GradientSlot(Variable v) : v_(std::move(v)), wanted_(needs_grad(v_)) {}
+
+Tensor* GradientSlot::selected() { return wanted_ ? masked_leaf_grad(*v_.impl()) : nullptr; }
+
+Tensor& GradientSlot::dense() {
+  VITUNE_CHECK(wanted_, "a gradient slot of '", v_.name(), "' that no one asked for was written");
+  if (own_buffer_) return v_.impl()->grad;
+  if (!temporary_.defined()) {
+    if (Tensor* buffer = dense_leaf_grad(*v_.impl())) {
+      own_buffer_ = true;
+      return *buffer;
+    }
+    temporary_ = Tensor::like(v_.value(), v_.shape());
+  }
+  return temporary_;
+}
+
+double GradientSlot::beta() {
+  dense();
+  return own_buffer_ ? 1.0 : 0.0;
+}
+
+Tensor& GradientSlot::accumulator() {
+  const bool fresh = !own_buffer_ && !temporary_.defined();
+  Tensor& destination = dense();
+  if (fresh && !own_buffer_) destination.zero();
+  return destination;
+}
+
+void GradientSlot::commit() {
+  if (temporary_.defined()) accumulate_grad(v_, temporary_);
+  temporary_ = Tensor();
 }
 
 void backward(const Variable& root, const Tensor& seed) {
@@ -122,7 +161,7 @@ void backward(const Variable& root, const Tensor& seed) {
   } else {
     VITUNE_CHECK(root.value().numel() == 1, "backward without a seed needs a one-element root, got ",
                  root.value().str());
-    root.impl()->grad = Tensor::full(root.shape(), 1.0, root.value().dtype());
+    root.impl()->grad = Tensor::full(root.shape(), 1.0, root.value().dtype(), root.value().device());
   }
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     VariableImpl* impl = it->get();

@@ -93,14 +93,47 @@ Variable make_result(Tensor value, std::vector<Variable> inputs, const char* op,
 // Whether the gradient of `v` is wanted in this backward.
 inline bool needs_grad(const Variable& v) { return v.defined() && v.requires_grad(); }
 
-// Adds `g` (dense, shaped like v's value) to v's gradient. For an element-masked leaf
-// only the selected entries of g are added.
+// Where a backward puts the gradient of one input. Every differentiable function hands
+// its input gradients over through these two, which alone know the three destinations:
+//   a dense leaf     its own gradient buffer, added into (+=) where the kernel allows it,
+//                    so no temporary is made;
+//   a masked leaf    only its selected entries: formed directly where the function can
+//                    (linear's weight), else gathered out of a dense temporary;
+//   an inner node    a temporary, combined with what other uses of the value send.
+// Gradient buffers and temporaries are made on the device of the input's value.
+
+// Adds `g` (dense, shaped like v's value, on its device) to v's gradient.
 void accumulate_grad(const Variable& v, const Tensor& g);
 
-// For a dense leaf: its gradient buffer (zeros on first use), for kernels that add into
-// it directly (gemm with beta = 1). Null for non-leaves and element-masked leaves.
-Tensor* dense_leaf_grad(const Variable& v);
-// For an element-masked leaf: its [selected] gradient buffer (zeros on first use).
-Tensor* masked_leaf_grad(const Variable& v);
+// The destination of v's gradient for a kernel that writes it: `dense()` is a tensor
+// shaped like v's value that the kernel sets to beta() * dense() + gradient. For a dense
+// leaf that is its buffer with beta 1; otherwise an uninitialised temporary with beta 0,
+// which `commit()` hands over. A masked leaf offers `selected()` too, for a function
+// that can add the selected entries directly (then dense() is never made).
+class GradientSlot {
+ public:
+  explicit GradientSlot(Variable v);
+  GradientSlot(const GradientSlot&) = delete;
+  GradientSlot& operator=(const GradientSlot&) = delete;
+
+  // Whether v's gradient is wanted at all (nothing below may be called otherwise).
+  bool wanted() const { return wanted_; }
+  // For an element-masked leaf: its [selected] gradient buffer (zeros on first use) and
+  // the sorted flat indices; null for every other input.
+  Tensor* selected();
+  // The tensor to write or add the gradient into, and the beta to use.
+  Tensor& dense();
+  double beta();
+  // dense(), zeroed when it is a fresh temporary: for kernels that can only add (+=).
+  Tensor& accumulator();
+  // Hands a temporary over to v (nothing to do for a dense leaf's own buffer).
+  void commit();
+
+ private:
+  Variable v_;
+  bool wanted_ = false;
+  bool own_buffer_ = false;  // dense() is the leaf's buffer, not a temporary
+  Tensor temporary_;
+};
 
 }  // namespace vitune::autograd

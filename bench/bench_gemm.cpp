@@ -67,7 +67,7 @@ struct GemmCase {
 };
 
 Tensor random_matrix(int64_t rows, int64_t cols, uint64_t stream) {
-  Tensor t({rows, cols});
+  Tensor t({rows, cols}, vitune::DType::F32, vitune::Device::cpu());
   vitune::fill_normal(t, 0, stream, 0.0, 1.0);
   return t;
 }
@@ -76,13 +76,13 @@ GemmCase make_case(const LinearLayer& layer, Pass pass, int64_t rows) {
   switch (pass) {
     case Pass::Forward:
       return {false, true, 0.0, random_matrix(rows, layer.in, 1), random_matrix(layer.out, layer.in, 2),
-              Tensor({rows, layer.out})};
+              Tensor({rows, layer.out}, vitune::DType::F32, vitune::Device::cpu())};
     case Pass::InputGrad:
       return {false, false, 0.0, random_matrix(rows, layer.out, 3), random_matrix(layer.out, layer.in, 2),
-              Tensor({rows, layer.in})};
+              Tensor({rows, layer.in}, vitune::DType::F32, vitune::Device::cpu())};
     case Pass::WeightGrad:
       return {true, false, 1.0, random_matrix(rows, layer.out, 3), random_matrix(rows, layer.in, 1),
-              Tensor::zeros({layer.out, layer.in})};
+              Tensor::zeros({layer.out, layer.in}, vitune::DType::F32, vitune::Device::cpu())};
   }
   return {};
 }

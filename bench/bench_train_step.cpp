@@ -37,7 +37,7 @@ enum class Mode { Train, Forward };
 // One untimed step first (it allocates the momentum buffers), then the timed steps with
 // the allocator's peak reset so it measures the steady state.
 void run_steps(benchmark::State& state, const vitune::nn::VitConfig& config, int64_t batch, Mode mode) {
-  vitune::bench::StepWorkload workload(config, batch);
+  vitune::bench::StepWorkload workload(config, batch, vitune::Device::cpu());
   auto step = [&] {
     if (mode == Mode::Train) {
       workload.update(workload.loss());

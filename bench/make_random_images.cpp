@@ -69,7 +69,7 @@ void run(const std::string& folder, int64_t count) {
   std::filesystem::create_directories(folder, error);
   VITUNE_CHECK(!error, "make_random_images: cannot create folder ", folder, ": ", error.message());
   const vitune::nn::VitConfig vit_b16;  // the defaults are ViT-B/16 at 224
-  vitune::nn::VisionTransformer model(vit_b16);
+  vitune::nn::VisionTransformer model(vit_b16, vitune::Device::cpu());
   model.init_weights(0);
   const std::string model_path = folder + "/vit_b16_random.safetensors";
   vitune::nn::save_vit(model_path, model);

@@ -32,15 +32,14 @@ inline nn::VitConfig fmnist_config() {
 }
 
 struct StepWorkload {
-  // The model, images and labels are made on the host from the same seeds whatever the
-  // device, then moved to `device`; the optimizer's state is made there.
-  StepWorkload(const nn::VitConfig& config, int64_t batch, Device device = Device::cpu()) : model(config) {
+  // The model, images and labels are made on `device` from the same seeds whatever the
+  // device (random values are drawn on the host); the optimizer's state is made there.
+  StepWorkload(const nn::VitConfig& config, int64_t batch, Device device) : model(config, device) {
     model.init_weights(0);
-    model.to(device);
-    Tensor pixels({batch, config.in_chans, config.img_size, config.img_size});
+    Tensor pixels({batch, config.in_chans, config.img_size, config.img_size}, DType::F32, Device::cpu());
     fill_normal(pixels, 1, 0, 0.0, 1.0);
     images = autograd::Variable(pixels.to(device));
-    Tensor host_labels({batch}, DType::I64);
+    Tensor host_labels({batch}, DType::I64, Device::cpu());
     int64_t* label = host_labels.data<int64_t>();
     for (int64_t i = 0; i < batch; ++i) {
       label[i] = int64_t(uniform01(1, 1, uint64_t(i)) * float(config.num_classes)) % config.num_classes;

@@ -30,9 +30,8 @@ struct AnchorOptions {
 };
 
 void run_anchor(const AnchorOptions& options) {
-  nn::LoadedVit loaded = options.model.load_model();
   const Device device = options.device.select();
-  loaded.model->to(device);
+  nn::LoadedVit loaded = options.model.load_model(device);
   const nn::VisionTransformer& model = *loaded.model;
   const data::DatasetSpec spec = data::parse_dataset_spec(options.data);
   std::shared_ptr<const data::Dataset> dataset = data::open_dataset(spec);

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/device_options.h"
 #include "cli/model_options.h"
 #include "peft/delta.h"
 
@@ -15,17 +16,20 @@ struct ExportDeltaOptions {
   ModelOptions base;
   std::string finetuned;
   std::string out;
+  DeviceOptions device;
 };
 
 struct ApplyDeltaOptions {
   ModelOptions base;
   std::string delta;
   std::string out;
+  DeviceOptions device;
 };
 
 void run_export_delta(const ExportDeltaOptions& options) {
-  nn::LoadedVit base = options.base.load_model();
-  nn::LoadedVit finetuned = nn::load_vit(options.finetuned, options.base.load);
+  const Device device = options.device.select();
+  nn::LoadedVit base = options.base.load_model(device);
+  nn::LoadedVit finetuned = nn::load_vit(options.finetuned, device, options.base.load);
   peft::ModelDelta delta = peft::make_delta(*base.model, *finetuned.model);
   auto data = finetuned.metadata.find("data");
   if (data != finetuned.metadata.end()) delta.metadata["finetuned_data"] = data->second;
@@ -41,7 +45,7 @@ void run_export_delta(const ExportDeltaOptions& options) {
 }
 
 void run_apply_delta(const ApplyDeltaOptions& options) {
-  nn::LoadedVit base = options.base.load_model();
+  nn::LoadedVit base = options.base.load_model(options.device.select());
   peft::ModelDelta delta = peft::load_delta(options.delta);
   std::unique_ptr<nn::VisionTransformer> model = peft::apply_delta(*base.model, delta, options.delta);
   std::map<std::string, std::string> metadata;
@@ -64,6 +68,7 @@ void add_delta_command(CLI::App& app) {
   export_command->add_option("--model", export_options->finetuned, "The finetuned model")->required();
   export_command->add_option("--out", export_options->out, "The delta file to write (.safetensors)")->required();
   export_options->base.add_to(*export_command);
+  export_options->device.add_to(*export_command);
   export_command->callback([export_options] { run_export_delta(*export_options); });
 
   auto apply_options = std::make_shared<ApplyDeltaOptions>();
@@ -74,6 +79,7 @@ void add_delta_command(CLI::App& app) {
   apply_command->add_option("--delta", apply_options->delta, "The delta file (from export-delta)")->required();
   apply_command->add_option("--out", apply_options->out, "The model file to write (.safetensors)")->required();
   apply_options->base.add_to(*apply_command);
+  apply_options->device.add_to(*apply_command);
   apply_command->callback([apply_options] { run_apply_delta(*apply_options); });
 }
 

@@ -19,10 +19,9 @@ struct EvalOptions {
 };
 
 void run_eval(const EvalOptions& options) {
-  nn::LoadedVit loaded = options.model.load_model();
-  VITUNE_CHECK(loaded.model->head, options.model.path, ": the model has no head (num_classes 0) to evaluate");
   const Device device = options.device.select();
-  loaded.model->to(device);
+  nn::LoadedVit loaded = options.model.load_model(device);
+  VITUNE_CHECK(loaded.model->head, options.model.path, ": the model has no head (num_classes 0) to evaluate");
   OpenedData eval = open_eval_data(options.data.eval_spec, options.data, loaded.model->config());
   VITUNE_CHECK(eval.dataset->num_classes() <= loaded.model->config().num_classes, options.data.eval_spec, ": has ",
                eval.dataset->num_classes(), " classes but the model's head has ", loaded.model->config().num_classes);

@@ -100,7 +100,7 @@ nlohmann::ordered_json set_trainable(const FinetuneOptions& options, nn::VisionT
 
 void run_finetune(const FinetuneOptions& options) {
   check_flag_combination(options);
-  nn::LoadedVit loaded = options.model.load_model();
+  nn::LoadedVit loaded = options.model.load_model(options.run.device.select());
   nn::VisionTransformer& model = *loaded.model;
   int classes = data::open_dataset(data::parse_dataset_spec(options.run.data.train_spec))->num_classes();
   model.reset_head(classes, options.run.output.seed);

@@ -6,7 +6,7 @@
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "engine/cpu/gemm_kernel.h"
-#include "engine/cuda/cuda_info.h"
+#include "engine/devices.h"
 #include "engine/parallel.h"
 #include "nn/components.h"
 
@@ -24,7 +24,8 @@ std::string with_commas(int64_t n) {
 }
 
 void print_info(const ModelOptions& options) {
-  nn::LoadedVit loaded = options.load_model();
+  // info reads the model only: it is built on the host.
+  nn::LoadedVit loaded = options.load_model(Device::cpu());
   const nn::VisionTransformer& model = *loaded.model;
   const nn::VitConfig& c = model.config();
   std::printf("file        %s\n", loaded.path.c_str());

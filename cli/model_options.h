@@ -17,7 +17,8 @@ struct ModelOptions {
   // Adds --heads and --ln-eps to `command`; the model path is added by the caller
   // (positional for info, --model for the rest).
   void add_to(CLI::App& command);
-  nn::LoadedVit load_model() const { return nn::load_vit(path, load); }
+  // The checkpoint, built on `device`.
+  nn::LoadedVit load_model(Device device) const { return nn::load_vit(path, device, load); }
 };
 
 }  // namespace vitune::cli

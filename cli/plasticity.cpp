@@ -203,9 +203,8 @@ void run_plasticity(const PlasticityCommandOptions& options) {
   VITUNE_CHECK(reference || options.batch_size >= 2, "--batch-size ", options.batch_size,
                ": the paper protocol pairs images within a batch, so it needs at least 2");
 
-  nn::LoadedVit loaded = options.model.load_model();
   const Device device = options.device.select();
-  loaded.model->to(device);
+  nn::LoadedVit loaded = options.model.load_model(device);
   const nn::VisionTransformer& model = *loaded.model;
   ImageSource downstream = open_images(options.data, options, model.config());
   ImageSource reference_source;

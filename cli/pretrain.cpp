@@ -19,7 +19,7 @@ void run_pretrain(PretrainOptions options) {
     config.num_classes = data::open_dataset(data::parse_dataset_spec(options.run.data.train_spec))->num_classes();
   }
   config.validate("model flags");
-  nn::VisionTransformer model(config);
+  nn::VisionTransformer model(config, options.run.device.select());
   model.init_weights(options.run.output.seed);
   train_and_report("pretrain", model, options.run, {{"command", "pretrain"}});
 }

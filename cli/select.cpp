@@ -146,10 +146,9 @@ void print_table(const nn::VisionTransformer& model, const std::vector<peft::Ten
 
 void run_select(const SelectOptions& options) {
   check_flags(options);
-  nn::LoadedVit loaded = options.model.load_model();
-  nn::VisionTransformer& model = *loaded.model;
   const Device device = options.device.select();
-  model.to(device);
+  nn::LoadedVit loaded = options.model.load_model(device);
+  nn::VisionTransformer& model = *loaded.model;
   const peft::SelectionPolicy policy = policy_of(options);
   const peft::PolicyTargets targets = peft::resolve_policy(model, policy);
   TaskData task;

@@ -53,15 +53,14 @@ Tensor read_labels(const nn::SafetensorsFile& file, int64_t batch, int64_t class
 }
 
 void run_trace(const TraceOptions& options) {
-  nn::LoadedVit loaded = options.model.load_model();
+  const Device device = options.device.select();
+  nn::LoadedVit loaded = options.model.load_model(device);
   nn::VisionTransformer& model = *loaded.model;
   nn::SafetensorsFile input = nn::read_safetensors(options.images_path);
   Tensor images = read_images(input);
   Tensor labels = read_labels(input, images.dim(0), model.config().num_classes);
   VITUNE_CHECK(!labels.defined() || model.head, options.model.path,
                ": the model has no head (num_classes 0), so labels cannot give a loss");
-  const Device device = options.device.select();
-  model.to(device);
   images = images.to(device);
   if (labels.defined()) labels = labels.to(device);
 

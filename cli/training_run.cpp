@@ -56,8 +56,7 @@ void train_and_report(const std::string& command, nn::VisionTransformer& model, 
                       nlohmann::ordered_json results) {
   const OutputOptions& out = options.output;
   VITUNE_CHECK(!out.resume || !out.checkpoint.empty(), "--resume needs --checkpoint");
-  const Device device = options.device.select();
-  model.to(device);
+  const Device device = model.device();
   OpenedData train = open_training_data(options.data, model.config(), out.seed);
   OpenedData eval;
   if (!options.data.eval_spec.empty()) eval = open_eval_data(options.data.eval_spec, options.data, model.config());

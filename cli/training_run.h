@@ -31,7 +31,7 @@ struct RunOptions {
 };
 
 // `results` comes in with the command's own fields and goes out with the rest. The model
-// is moved to --device first (its structure must be final).
+// was built on --device (RunOptions::device.select()) and trains there.
 void train_and_report(const std::string& command, nn::VisionTransformer& model, const RunOptions& options,
                       nlohmann::ordered_json results);
 

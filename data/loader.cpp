@@ -122,7 +122,7 @@ void Loader::process(const Task& task) {
       {
         std::lock_guard<std::mutex> lock(mutex_);
         if (!pending.images.defined()) {
-          pending.images = Tensor({rows, shape[0], shape[1], shape[2]});
+          pending.images = Tensor({rows, shape[0], shape[1], shape[2]}, DType::F32, Device::cpu());
         }
         const Shape& stored_shape = pending.images.shape();
         if (Shape(stored_shape.begin() + 1, stored_shape.end()) == shape) {
@@ -192,14 +192,14 @@ Batch Loader::assemble(Pending& pending) {
   } else {
     // Bad images left out: the good rows, moved together.
     const int64_t item_size = shape_numel(item);
-    batch.images = Tensor({int64_t(rows.size()), item[0], item[1], item[2]});
+    batch.images = Tensor({int64_t(rows.size()), item[0], item[1], item[2]}, DType::F32, Device::cpu());
     for (size_t k = 0; k < rows.size(); ++k) {
       std::memcpy(batch.images.data<float>() + int64_t(k) * item_size,
                   pending.images.data<float>() + int64_t(rows[k]) * item_size,
                   size_t(item_size) * sizeof(float));
     }
   }
-  batch.labels = Tensor({int64_t(rows.size())}, DType::I64);
+  batch.labels = Tensor({int64_t(rows.size())}, DType::I64, Device::cpu());
   for (size_t k = 0; k < rows.size(); ++k) {
     batch.labels.data<int64_t>()[k] = dataset_.label(pending.examples[rows[k]]);
   }

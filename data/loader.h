@@ -40,8 +40,8 @@ struct LoaderOptions {
 };
 
 struct Batch {
-  Tensor images;                 // [B, C, H, W] f32
-  Tensor labels;                 // [B] i64
+  Tensor images;                 // [B, C, H, W] f32, on the host
+  Tensor labels;                 // [B] i64, on the host
   std::vector<int64_t> indices;  // the dataset index of each row
   std::vector<int64_t> skipped;  // dataset indices of bad images left out
   int64_t epoch = 0;

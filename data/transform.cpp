@@ -55,7 +55,7 @@ FloatImage Transform::run(const Image& image, const RandomKey& key) const {
 
 Tensor Transform::apply(const Image& image, const RandomKey& key) const {
   const FloatImage values = run(image, key);
-  Tensor out({values.channels, values.height, values.width}, DType::F32);
+  Tensor out({values.channels, values.height, values.width}, DType::F32, Device::cpu());
   std::memcpy(out.data<float>(), values.values.data(), values.values.size() * sizeof(float));
   return out;
 }

@@ -1,6 +1,7 @@
 // Host allocator with byte accounting and a size-keyed cache of large freed blocks.
-// CUDA memory comes from the CUDA backend's caching allocator (engine/cuda/
-// device_memory.h) and is accounted through the same counters.
+// The cpu and the emulated device both take host memory from it, each with counters
+// of its own. CUDA memory comes from the CUDA backend's caching allocator (the
+// interface engine/device_memory.h) and is accounted through the same counters.
 #include "engine/allocator.h"
 
 #include <unistd.h>
@@ -12,15 +13,15 @@
 #include <map>
 #include <mutex>
 
-#include "engine/cuda/cuda_info.h"
-#include "engine/cuda/device_memory.h"
+#include "engine/device_memory.h"
+#include "engine/devices.h"
 #include "engine/error.h"
 
 namespace vitune {
 
 namespace {
 
-constexpr int kMaxDevices = 17;  // slot 0: host; 1..16: CUDA devices
+constexpr int kMaxDevices = 18;  // slot 0: cpu; 1: emulated; 2..17: CUDA devices 0..15
 constexpr size_t kCachedFrom = size_t(16) << 10;
 constexpr size_t kCachedGranule = size_t(4) << 10;  // cached sizes round up to 4 KiB
 
@@ -32,7 +33,7 @@ struct Counters {
 
 Counters& counters(Device device) {
   static Counters all[kMaxDevices];
-  int slot = device.is_cpu() ? 0 : 1 + device.index;
+  const int slot = device.is_cpu() ? 0 : device.is_emulated() ? 1 : 2 + device.index;
   VITUNE_CHECK(slot >= 0 && slot < kMaxDevices, "device ", device.str(), " is out of range");
   return all[slot];
 }
@@ -134,17 +135,15 @@ HostCache& host_cache() {
 
 void* allocate(Device device, size_t bytes) {
   if (device.is_cuda()) {
-    VITUNE_CHECK(cuda::built_with_cuda(), "allocation on ", device.str(),
-                 ": this build has no CUDA backend (configure with -DVITUNE_CUDA=ON where nvcc is installed)");
-    const int devices = cuda::device_count();
-    VITUNE_CHECK(device.index >= 0 && device.index < devices, "allocation on ", device.str(), ": ",
-                 devices == 0 ? std::string("no CUDA device is visible") : cat("only ", devices, " CUDA device(s)"));
+    check_device_available(device, "allocation on");
     void* pointer = cuda::device_allocate(device.index, bytes);
     record_allocation(device, bytes);
     return pointer;
   }
   const size_t limit = host_memory_limit();
-  const size_t held = size_t(std::max<int64_t>(counters(device).current.load(), 0));
+  // The limit is on host memory, which the cpu and the emulated device share.
+  const int64_t host_bytes = counters(Device::cpu()).current.load() + counters(Device::emulated()).current.load();
+  const size_t held = size_t(std::max<int64_t>(host_bytes, 0));
   if (bytes > limit || held > limit - bytes) {
     const char* source = host_limit_override().load() != 0         ? ""
                          : std::getenv("VITUNE_MAX_HOST_MB") != nullptr ? " (VITUNE_MAX_HOST_MB)"
@@ -168,7 +167,7 @@ void* allocate(Device device, size_t bytes) {
 
 void deallocate(Device device, void* pointer, size_t bytes) {
   if (pointer == nullptr) return;
-  if (device.is_cuda()) {
+  if (!device.host_memory()) {
     cuda::device_free(device.index, pointer, bytes);
   } else {
     host_cache().give(pointer, rounded_size(bytes));
@@ -178,7 +177,7 @@ void deallocate(Device device, void* pointer, size_t bytes) {
 
 MemoryStats memory_stats(Device device) {
   Counters& c = counters(device);
-  int64_t cached = device.is_cpu() ? int64_t(host_cache().bytes()) : cuda::device_cached_bytes(device.index);
+  int64_t cached = device.host_memory() ? int64_t(host_cache().bytes()) : cuda::device_cached_bytes(device.index);
   return {c.current.load(), c.peak.load(), c.allocations.load(), cached};
 }
 

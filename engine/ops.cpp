@@ -6,9 +6,6 @@
 #include <cmath>
 
 #include "engine/autocast.h"
-#if VITUNE_WITH_CUDA
-#include "engine/cuda/gemm_bf16.h"
-#endif
 
 namespace vitune {
 
@@ -58,35 +55,37 @@ bool autocast_product(const Tensor& a, const Tensor& b) {
 #define VITUNE_ON_DEVICE(tensor, call) cpu::call
 #endif
 
-// Under autocast the CPU emulates the bf16 product exactly: the operands rounded to
-// bf16 values (still f32), then the fp32 kernel. CUDA multiplies bf16 operands on tensor
-// cores with fp32 accumulation.
+// Under autocast an f32 product runs as its bf16 twin.
 void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
           Tensor& c) {
   one_device("gemm", {&a, &b, &c});
-  if (!autocast_product(a, b)) {
-    VITUNE_ON_DEVICE(a, gemm(trans_a, trans_b, alpha, a, b, beta, c));
-#if VITUNE_WITH_CUDA
-  } else if (a.device().is_cuda()) {
-    cuda::gemm_bf16(trans_a, trans_b, alpha, a, b, beta, c);
-#endif
+  if (autocast_product(a, b)) {
+    VITUNE_ON_DEVICE(a, gemm_bf16(trans_a, trans_b, alpha, a, b, beta, c));
   } else {
-    cpu::gemm(trans_a, trans_b, alpha, cpu::round_to_bf16(a), cpu::round_to_bf16(b), beta, c);
+    VITUNE_ON_DEVICE(a, gemm(trans_a, trans_b, alpha, a, b, beta, c));
   }
 }
 
 void gemm_batched(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b,
                   double beta, Tensor& c) {
   one_device("gemm_batched", {&a, &b, &c});
-  if (!autocast_product(a, b)) {
-    VITUNE_ON_DEVICE(a, gemm_batched(trans_a, trans_b, alpha, a, b, beta, c));
-#if VITUNE_WITH_CUDA
-  } else if (a.device().is_cuda()) {
-    cuda::gemm_batched_bf16(trans_a, trans_b, alpha, a, b, beta, c);
-#endif
+  if (autocast_product(a, b)) {
+    VITUNE_ON_DEVICE(a, gemm_batched_bf16(trans_a, trans_b, alpha, a, b, beta, c));
   } else {
-    cpu::gemm_batched(trans_a, trans_b, alpha, cpu::round_to_bf16(a), cpu::round_to_bf16(b), beta, c);
+    VITUNE_ON_DEVICE(a, gemm_batched(trans_a, trans_b, alpha, a, b, beta, c));
   }
+}
+
+void gemm_bf16(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
+               Tensor& c) {
+  one_device("gemm_bf16", {&a, &b, &c});
+  VITUNE_ON_DEVICE(a, gemm_bf16(trans_a, trans_b, alpha, a, b, beta, c));
+}
+
+void gemm_batched_bf16(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b,
+                       double beta, Tensor& c) {
+  one_device("gemm_batched_bf16", {&a, &b, &c});
+  VITUNE_ON_DEVICE(a, gemm_batched_bf16(trans_a, trans_b, alpha, a, b, beta, c));
 }
 
 Tensor round_to_bf16(const Tensor& x) {

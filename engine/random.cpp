@@ -6,7 +6,6 @@
 #include <cmath>
 #include <utility>
 
-#include "engine/cpu/check.h"
 #include "engine/parallel.h"
 
 namespace vitune {
@@ -60,16 +59,19 @@ uint64_t bounded_draw(uint64_t seed, uint64_t stream, uint64_t position, uint64_
   }
 }
 
-// t[i] = value(i) for every element of a float tensor, in parallel.
+// t[i] = value(i) for every element of a float tensor, in parallel. The values are
+// drawn on the host and copied to t's device when it has another.
 template <typename Value>
 void fill_each(Tensor& t, const char* op, Value value) {
-  cpu::dispatch_float(t, op, [&](auto zero) {
+  Tensor host = t.device().is_cpu() ? t : Tensor(t.shape(), t.dtype(), Device::cpu());
+  on_float_dtype(host, op, [&](auto zero) {
     using T = decltype(zero);
-    T* out = t.data<T>();
-    parallel_for(t.numel(), kFillGrain, [&](int64_t begin, int64_t end) {
+    T* out = host.data<T>();
+    parallel_for(host.numel(), kFillGrain, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) out[i] = T(value(uint64_t(i)));
     });
   });
+  if (!host.same_storage(t)) t.copy_from(host);
 }
 
 }  // namespace

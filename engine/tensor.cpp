@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "engine/allocator.h"
-#include "engine/cuda/device_memory.h"
+#include "engine/device_memory.h"
 
 namespace vitune {
 
@@ -59,10 +59,16 @@ Tensor Tensor::zeros(Shape shape, DType dtype, Device device) {
   return t;
 }
 
-Tensor Tensor::full(Shape shape, double value, DType dtype) {
-  Tensor t(std::move(shape), dtype);
+Tensor Tensor::full(Shape shape, double value, DType dtype, Device device) {
+  Tensor t(std::move(shape), dtype, device);
   t.fill(value);
   return t;
+}
+
+Tensor Tensor::like(const Tensor& other, Shape shape) { return Tensor(std::move(shape), other.dtype(), other.device()); }
+
+Tensor Tensor::like(const Tensor& other, Shape shape, DType dtype) {
+  return Tensor(std::move(shape), dtype, other.device());
 }
 
 Tensor Tensor::view_of(std::shared_ptr<Storage> storage, size_t offset, Shape shape, DType dtype) {
@@ -82,6 +88,22 @@ int64_t Tensor::dim(int axis) const {
   int a = axis < 0 ? axis + n : axis;
   VITUNE_CHECK(a >= 0 && a < n, "axis ", axis, " out of range for tensor ", str());
   return shape_[size_t(a)];
+}
+
+Device Tensor::device() const {
+  VITUNE_CHECK(storage_ != nullptr, "the device of an undefined tensor was asked for");
+  return storage_->device();
+}
+
+void* Tensor::raw() const {
+  VITUNE_CHECK(storage_ != nullptr, "host access to an undefined tensor");
+  VITUNE_CHECK(storage_->device().is_cpu(), "host access to tensor ", str(), " on ", storage_->device().str(),
+               ": copy it to the host with .to(Device::cpu()) first");
+  return kernel_raw();
+}
+
+void Tensor::check_element_type(DType requested) const {
+  VITUNE_CHECK(requested == dtype_, "tensor ", str(), " accessed as ", dtype_name(requested));
 }
 
 std::string Tensor::str() const { return std::string(dtype_name(dtype_)) + shape_str(shape_); }
@@ -128,15 +150,18 @@ void Tensor::copy_from(const Tensor& source) {
   VITUNE_CHECK(source.shape_ == shape_ && source.dtype_ == dtype_, "copy of ", source.str(),
                " into ", str());
   if (nbytes() == 0) return;
-  if (device().is_cpu() && source.device().is_cpu()) {
-    std::memmove(raw(), source.raw(), nbytes());
+  const Device to = device(), from = source.device();
+  if (to.host_memory() && from.host_memory()) {
+    std::memmove(kernel_raw(), source.kernel_raw(), nbytes());
   } else {
-    cuda::copy_bytes(raw(), device(), source.raw(), source.device(), nbytes());
+    // The CUDA backend sees the emulated device's bytes as the host memory they are.
+    cuda::copy_bytes(kernel_raw(), to.host_memory() ? Device::cpu() : to, source.kernel_raw(),
+                     from.host_memory() ? Device::cpu() : from, nbytes());
   }
 }
 
 Tensor Tensor::to(Device device) const {
-  if (device == this->device()) return *this;
+  if (!defined() || device == this->device()) return *this;
   Tensor t(shape_, dtype_, device);
   t.copy_from(*this);
   return t;
@@ -174,35 +199,37 @@ void store_from_double(void* base, DType dtype, int64_t i, double v) {
 Tensor Tensor::to(DType dtype) const {
   if (dtype == dtype_) return *this;
   // A device tensor converts through the host: conversions happen at load and save.
-  if (device().is_cuda()) return to(Device::cpu()).to(dtype).to(device());
-  Tensor t(shape_, dtype);
+  if (!device().host_memory()) return to(Device::cpu()).to(dtype).to(device());
+  Tensor t(shape_, dtype, device());
   // Every source value (including i64 labels below 2^53) is exact in double, so one
   // path through double converts between any two dtypes without double rounding.
-  for (int64_t i = 0; i < numel_; ++i) store_from_double(t.raw(), dtype, i, load_as_double(raw(), dtype_, i));
+  for (int64_t i = 0; i < numel_; ++i) {
+    store_from_double(t.kernel_raw(), dtype, i, load_as_double(kernel_raw(), dtype_, i));
+  }
   return t;
 }
 
 void Tensor::fill(double value) {
-  if (device().is_cuda()) {
-    Tensor host(shape_, dtype_);
+  if (!device().host_memory()) {
+    Tensor host(shape_, dtype_, Device::cpu());
     host.fill(value);
     copy_from(host);
     return;
   }
-  for (int64_t i = 0; i < numel_; ++i) store_from_double(raw(), dtype_, i, value);
+  for (int64_t i = 0; i < numel_; ++i) store_from_double(kernel_raw(), dtype_, i, value);
 }
 
 void Tensor::zero() {
-  if (device().is_cuda()) {
-    cuda::zero_bytes(raw(), device().index, nbytes());
+  if (!device().host_memory()) {
+    cuda::zero_bytes(kernel_raw(), device().index, nbytes());
   } else if (nbytes()) {
-    std::memset(raw(), 0, nbytes());
+    std::memset(kernel_raw(), 0, nbytes());
   }
 }
 
 double Tensor::item(int64_t index) const {
   VITUNE_CHECK(index >= 0 && index < numel_, "item ", index, " out of range for ", str());
-  if (device().is_cuda()) return reshape({numel_}).rows(index, index + 1).to(Device::cpu()).item(0);
+  if (!device().is_cpu()) return reshape({numel_}).rows(index, index + 1).to(Device::cpu()).item(0);
   return load_as_double(raw(), dtype_, index);
 }
 

@@ -2,6 +2,14 @@
 // Tensors are always dense and row-major (C order); a view (reshape, rows) shares the
 // storage of the tensor it came from and starts at a byte offset into it. Copies are
 // cheap (they share bytes); `clone()` makes an independent copy.
+//
+// A tensor's device is part of its identity and never a default: every constructor and
+// factory takes it, usually from a tensor the new one is computed from (`like`).
+// Host code reads and writes the bytes only of tensors on the cpu device (`data`,
+// `raw`); a tensor on any other device -- a GPU, or the emulated device, which is host
+// memory run by the CPU kernels -- is read only through an explicit copy, `.to(cpu)`.
+// The kernels of a backend reach the bytes of the tensors on their own device through
+// `kernel_data` / `kernel_raw`, which nothing outside engine/cpu and engine/cuda uses.
 #pragma once
 
 #include <cstdint>
@@ -45,13 +53,18 @@ class Storage {
 class Tensor {
  public:
   Tensor() = default;
-  // Uninitialised tensor of the given shape.
-  explicit Tensor(Shape shape, DType dtype = DType::F32, Device device = Device::cpu());
+  // Uninitialised tensor of the given shape on `device`.
+  Tensor(Shape shape, DType dtype, Device device);
 
-  static Tensor zeros(Shape shape, DType dtype = DType::F32, Device device = Device::cpu());
-  static Tensor full(Shape shape, double value, DType dtype = DType::F32);
+  static Tensor zeros(Shape shape, DType dtype, Device device);
+  static Tensor full(Shape shape, double value, DType dtype, Device device);
+  // Uninitialised tensor of other's device, with other's dtype unless one is given.
+  static Tensor like(const Tensor& other, Shape shape);
+  static Tensor like(const Tensor& other, Shape shape, DType dtype);
+  static Tensor zeros_like(const Tensor& other) { return zeros(other.shape(), other.dtype(), other.device()); }
+  // The values of a host vector, placed on `device`.
   template <typename T>
-  static Tensor from_vector(Shape shape, const std::vector<T>& values);
+  static Tensor from_vector(Shape shape, const std::vector<T>& values, Device device);
   // A view onto `bytes` starting at `offset` inside `storage`.
   static Tensor view_of(std::shared_ptr<Storage> storage, size_t offset, Shape shape, DType dtype);
 
@@ -61,17 +74,27 @@ class Tensor {
   int64_t dim(int axis) const;  // negative axes count from the end
   int64_t numel() const { return numel_; }
   DType dtype() const { return dtype_; }
-  Device device() const { return storage_ ? storage_->device() : Device::cpu(); }
+  // The device of a defined tensor (an undefined one has none: asking is an error).
+  Device device() const;
   size_t nbytes() const { return size_t(numel_) * dtype_size(dtype_); }
   std::string str() const;  // "f32[2, 3]"
 
-  // The first byte (a device pointer for a tensor on a CUDA device).
-  void* raw() const { return static_cast<char*>(storage_->data()) + offset_; }
+  // Host access: the first byte, or the elements as T, of a tensor on the cpu device.
+  // A tensor on any other device is refused with an error naming it: copy it with
+  // .to(Device::cpu()) first.
+  void* raw() const;
   template <typename T>
   T* data() const {
-    VITUNE_CHECK(dtype_of<T>::value == dtype_, "tensor ", str(), " accessed as ",
-                 dtype_name(dtype_of<T>::value));
+    check_element_type(dtype_of<T>::value);
     return static_cast<T*>(raw());
+  }
+  // Backend access: the same in the tensor's own memory (a device pointer on CUDA), for
+  // the kernels of engine/cpu and engine/cuda only.
+  void* kernel_raw() const { return static_cast<char*>(storage_->data()) + offset_; }
+  template <typename T>
+  T* kernel_data() const {
+    check_element_type(dtype_of<T>::value);
+    return static_cast<T*>(kernel_raw());
   }
 
   // Same bytes, new shape; one dimension may be -1.
@@ -81,8 +104,8 @@ class Tensor {
   Tensor clone() const;
   // Converted copy (or this tensor itself when the dtype already matches).
   Tensor to(DType dtype) const;
-  // Copy on another device (or this tensor itself when it is already there). A copy to
-  // or from the host is complete when this returns.
+  // Copy on another device (or this tensor itself when it is already there; an undefined
+  // tensor stays undefined). A copy to or from the host is complete when this returns.
   Tensor to(Device device) const;
   // Copies the values of `source` (same shape and dtype, any device) into this tensor's
   // bytes.
@@ -90,7 +113,7 @@ class Tensor {
   void fill(double value);
   void zero();
 
-  // The values on the host (copied from the device first when needed).
+  // The values on the host (copied from the device first when needed: an explicit copy).
   template <typename T>
   std::vector<T> to_vector() const {
     const Tensor host = to(Device::cpu());
@@ -103,6 +126,8 @@ class Tensor {
   bool same_storage(const Tensor& other) const { return storage_ == other.storage_; }
 
  private:
+  void check_element_type(DType requested) const;
+
   std::shared_ptr<Storage> storage_;
   size_t offset_ = 0;
   Shape shape_;
@@ -111,12 +136,22 @@ class Tensor {
 };
 
 template <typename T>
-Tensor Tensor::from_vector(Shape shape, const std::vector<T>& values) {
-  Tensor t(std::move(shape), dtype_of<T>::value);
+Tensor Tensor::from_vector(Shape shape, const std::vector<T>& values, Device device) {
+  Tensor t(std::move(shape), dtype_of<T>::value, Device::cpu());
   VITUNE_CHECK(int64_t(values.size()) == t.numel(), "from_vector: ", values.size(),
                " values for shape ", shape_str(t.shape()));
   std::copy(values.begin(), values.end(), t.data<T>());
-  return t;
+  return t.to(device);
+}
+
+// Calls f(float{}) or f(double{}) after the dtype of t; any other dtype is an error
+// naming op.
+template <typename F>
+auto on_float_dtype(const Tensor& t, const char* op, F&& f) {
+  VITUNE_CHECK(t.dtype() == DType::F32 || t.dtype() == DType::F64, op,
+               ": expected an f32 or f64 tensor, got ", t.str());
+  if (t.dtype() == DType::F64) return f(double{});
+  return f(float{});
 }
 
 }  // namespace vitune

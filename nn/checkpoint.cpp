@@ -72,11 +72,11 @@ VitConfig infer_config(const TimmTensors& t, const std::string& path, const Load
 
 }  // namespace
 
-LoadedVit load_vit(const std::string& path, const LoadOptions& options) {
+LoadedVit load_vit(const std::string& path, Device device, const LoadOptions& options) {
   TimmTensors t = read_as_timm(path);
   VitConfig config = infer_config(t, path, options);
   LoadedVit loaded;
-  loaded.model = std::make_unique<VisionTransformer>(config);
+  loaded.model = std::make_unique<VisionTransformer>(config, device);
   loaded.layout = t.layout;
   loaded.path = path;
   loaded.metadata = t.metadata;

@@ -35,7 +35,8 @@ struct LoadedVit {
   std::map<std::string, DType> stored_dtypes;   // per timm parameter name, as stored
 };
 
-LoadedVit load_vit(const std::string& path, const LoadOptions& options = {});
+// Reads the file on the host and builds the model on `device`.
+LoadedVit load_vit(const std::string& path, Device device, const LoadOptions& options = {});
 
 void save_vit(const std::string& path, const VisionTransformer& model,
               const std::map<std::string, std::string>& extra_metadata = {});

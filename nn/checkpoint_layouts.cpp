@@ -15,7 +15,7 @@ Tensor permuted(const Tensor& source, const std::vector<int>& axes) {
   Tensor x = source.to(DType::F32);
   Shape out_shape;
   for (int a : axes) out_shape.push_back(x.dim(a));
-  Tensor out(out_shape, DType::F32);
+  Tensor out = Tensor::like(x, out_shape);
   int n = x.ndim();
   std::vector<int64_t> in_strides(size_t(n), 1);
   for (int i = n - 2; i >= 0; --i) in_strides[size_t(i)] = in_strides[size_t(i + 1)] * x.dim(i + 1);
@@ -41,7 +41,7 @@ Tensor stacked_rows(const std::vector<Tensor>& parts) {
   Shape shape = parts[0].shape();
   shape[0] = 0;
   for (const Tensor& p : parts) shape[0] += p.dim(0);
-  Tensor out(shape, DType::F32);
+  Tensor out = Tensor::like(parts[0], shape, DType::F32);
   int64_t row = 0;
   for (const Tensor& p : parts) {
     out.rows(row, row + p.dim(0)).copy_from(p.to(DType::F32));

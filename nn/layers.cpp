@@ -9,9 +9,9 @@ void notify(const Observer& observe, const std::string& name, const Variable& v)
 }
 }  // namespace
 
-Linear::Linear(const std::string& prefix, int64_t in_features, int64_t out_features)
-    : weight(prefix + ".weight", Tensor::zeros({out_features, in_features})),
-      bias(prefix + ".bias", Tensor::zeros({out_features})) {}
+Linear::Linear(const std::string& prefix, int64_t in_features, int64_t out_features, Device device)
+    : weight(prefix + ".weight", Tensor::zeros({out_features, in_features}, DType::F32, device)),
+      bias(prefix + ".bias", Tensor::zeros({out_features}, DType::F32, device)) {}
 
 Variable Linear::forward(const Variable& x) const {
   Variable y = autograd::linear(x, weight.var(), bias.var());
@@ -27,7 +27,8 @@ void Linear::parameters(std::vector<Parameter*>& out) {
 void Linear::attach_lora(int rank, double alpha, uint64_t seed, uint64_t stream) {
   const std::string& name = weight.name();
   const std::string prefix = name.substr(0, name.size() - std::string(".weight").size());
-  lora = std::make_unique<LoraAdapter>(prefix, weight.shape()[1], weight.shape()[0], rank, alpha, seed, stream);
+  lora = std::make_unique<LoraAdapter>(prefix, weight.shape()[1], weight.shape()[0], rank, alpha, seed, stream,
+                                       weight.value().device());
 }
 
 void Linear::merge_lora() {
@@ -36,9 +37,9 @@ void Linear::merge_lora() {
   lora.reset();
 }
 
-LayerNorm::LayerNorm(const std::string& prefix, int64_t dim, double eps)
-    : weight(prefix + ".weight", Tensor::full({dim}, 1.0)),
-      bias(prefix + ".bias", Tensor::zeros({dim})),
+LayerNorm::LayerNorm(const std::string& prefix, int64_t dim, double eps, Device device)
+    : weight(prefix + ".weight", Tensor::full({dim}, 1.0, DType::F32, device)),
+      bias(prefix + ".bias", Tensor::zeros({dim}, DType::F32, device)),
       eps(eps) {}
 
 Variable LayerNorm::forward(const Variable& x) const {
@@ -50,8 +51,8 @@ void LayerNorm::parameters(std::vector<Parameter*>& out) {
   out.push_back(&bias);
 }
 
-MultiHeadAttention::MultiHeadAttention(const std::string& prefix, int64_t dim, int heads)
-    : qkv(prefix + ".qkv", dim, 3 * dim), proj(prefix + ".proj", dim, dim), heads(heads) {}
+MultiHeadAttention::MultiHeadAttention(const std::string& prefix, int64_t dim, int heads, Device device)
+    : qkv(prefix + ".qkv", dim, 3 * dim, device), proj(prefix + ".proj", dim, dim, device), heads(heads) {}
 
 Variable MultiHeadAttention::forward(const Variable& x, const Observer& observe,
                                      const std::string& ctx_name) const {
@@ -65,20 +66,20 @@ void MultiHeadAttention::parameters(std::vector<Parameter*>& out) {
   proj.parameters(out);
 }
 
-Mlp::Mlp(const std::string& prefix, int64_t dim, int64_t hidden)
-    : fc1(prefix + ".fc1", dim, hidden), fc2(prefix + ".fc2", hidden, dim) {}
+Mlp::Mlp(const std::string& prefix, int64_t dim, int64_t hidden, Device device)
+    : fc1(prefix + ".fc1", dim, hidden, device), fc2(prefix + ".fc2", hidden, dim, device) {}
 
 void Mlp::parameters(std::vector<Parameter*>& out) {
   fc1.parameters(out);
   fc2.parameters(out);
 }
 
-Block::Block(const std::string& prefix, int64_t dim, int heads, int64_t hidden, double eps)
+Block::Block(const std::string& prefix, int64_t dim, int heads, int64_t hidden, double eps, Device device)
     : prefix(prefix),
-      norm1(prefix + ".norm1", dim, eps),
-      attn(prefix + ".attn", dim, heads),
-      norm2(prefix + ".norm2", dim, eps),
-      mlp(prefix + ".mlp", dim, hidden) {}
+      norm1(prefix + ".norm1", dim, eps, device),
+      attn(prefix + ".attn", dim, heads, device),
+      norm2(prefix + ".norm2", dim, eps, device),
+      mlp(prefix + ".mlp", dim, hidden, device) {}
 
 Variable Block::forward(const Variable& x, const Observer& observe) const {
   const std::string p = prefix + ".";
@@ -109,9 +110,9 @@ void Block::parameters(std::vector<Parameter*>& out) {
   mlp.parameters(out);
 }
 
-PatchEmbed::PatchEmbed(int64_t in_chans, int patch, int64_t dim)
-    : weight("patch_embed.proj.weight", Tensor::zeros({dim, in_chans, patch, patch})),
-      bias("patch_embed.proj.bias", Tensor::zeros({dim})),
+PatchEmbed::PatchEmbed(int64_t in_chans, int patch, int64_t dim, Device device)
+    : weight("patch_embed.proj.weight", Tensor::zeros({dim, in_chans, patch, patch}, DType::F32, device)),
+      bias("patch_embed.proj.bias", Tensor::zeros({dim}, DType::F32, device)),
       patch(patch) {}
 
 Variable PatchEmbed::forward(const Variable& images) const {

@@ -1,7 +1,9 @@
 // The ViT's modules, timm's names and layouts: Linear, LayerNorm, MultiHeadAttention
 // (fused qkv), Mlp, Block (pre-norm) and PatchEmbed. Each module owns its parameters,
 // named with their full dotted timm names ("blocks.3.attn.qkv.weight"). A Linear may
-// carry a LoRA adapter (nn/lora.h), whose parameters follow its weight and bias.
+// carry a LoRA adapter (nn/lora.h), whose parameters follow its weight and bias. Every
+// module makes its parameters on the device its constructor is given; an adapter
+// attached later is made on its layer's device.
 #pragma once
 
 #include <functional>
@@ -22,7 +24,7 @@ using Observer = std::function<void(const std::string& name, const Tensor& value
 
 class Linear {
  public:
-  Linear(const std::string& prefix, int64_t in_features, int64_t out_features);
+  Linear(const std::string& prefix, int64_t in_features, int64_t out_features, Device device);
   // x W^T + b, plus the adapter's low-rank term when one is attached.
   Variable forward(const Variable& x) const;
   void parameters(std::vector<Parameter*>& out);
@@ -37,7 +39,7 @@ class Linear {
 
 class LayerNorm {
  public:
-  LayerNorm(const std::string& prefix, int64_t dim, double eps);
+  LayerNorm(const std::string& prefix, int64_t dim, double eps, Device device);
   Variable forward(const Variable& x) const;
   void parameters(std::vector<Parameter*>& out);
   Parameter weight;
@@ -47,7 +49,7 @@ class LayerNorm {
 
 class MultiHeadAttention {
  public:
-  MultiHeadAttention(const std::string& prefix, int64_t dim, int heads);
+  MultiHeadAttention(const std::string& prefix, int64_t dim, int heads, Device device);
   // Returns proj(attention(qkv(x))); reports the context (proj's input) as `ctx_name`.
   Variable forward(const Variable& x, const Observer& observe, const std::string& ctx_name) const;
   void parameters(std::vector<Parameter*>& out);
@@ -58,7 +60,7 @@ class MultiHeadAttention {
 
 class Mlp {
  public:
-  Mlp(const std::string& prefix, int64_t dim, int64_t hidden);
+  Mlp(const std::string& prefix, int64_t dim, int64_t hidden, Device device);
   void parameters(std::vector<Parameter*>& out);
   Linear fc1;
   Linear fc2;
@@ -68,7 +70,7 @@ class Mlp {
 //   x = x + proj(attn(norm1(x)));  x = x + fc2(gelu(fc1(norm2(x)))).
 class Block {
  public:
-  Block(const std::string& prefix, int64_t dim, int heads, int64_t hidden, double eps);
+  Block(const std::string& prefix, int64_t dim, int heads, int64_t hidden, double eps, Device device);
   Variable forward(const Variable& x, const Observer& observe) const;
   void parameters(std::vector<Parameter*>& out);
   std::string prefix;
@@ -82,7 +84,7 @@ class Block {
 // kernel [D, C, p, p] read as a [D, C p p] matrix.
 class PatchEmbed {
  public:
-  PatchEmbed(int64_t in_chans, int patch, int64_t dim);
+  PatchEmbed(int64_t in_chans, int patch, int64_t dim, Device device);
   Variable forward(const Variable& images) const;  // [B, C, H, W] -> [B, N, D]
   void parameters(std::vector<Parameter*>& out);
   Parameter weight;  // patch_embed.proj.weight [D, C, p, p]

@@ -45,9 +45,9 @@ void LoraOptions::validate() const {
 }
 
 LoraAdapter::LoraAdapter(const std::string& prefix, int64_t in_features, int64_t out_features, int rank,
-                         double alpha, uint64_t seed, uint64_t stream)
-    : lora_A(prefix + ".lora_A", Tensor::zeros({rank, in_features})),
-      lora_B(prefix + ".lora_B", Tensor::zeros({out_features, rank})),
+                         double alpha, uint64_t seed, uint64_t stream, Device device)
+    : lora_A(prefix + ".lora_A", Tensor::zeros({rank, in_features}, DType::F32, device)),
+      lora_B(prefix + ".lora_B", Tensor::zeros({out_features, rank}, DType::F32, device)),
       scaling_(alpha / rank) {
   // kaiming_uniform_(a = sqrt(5)) on a [rank, in] matrix: gain sqrt(2 / (1 + 5)), bound
   // gain * sqrt(3 / in) = 1 / sqrt(in).

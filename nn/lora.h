@@ -30,10 +30,10 @@ struct LoraOptions {
 
 class LoraAdapter {
  public:
-  // Parameters "<prefix>.lora_A" [rank, in] and "<prefix>.lora_B" [out, rank]; A drawn
-  // from stream `stream` of `seed`.
+  // Parameters "<prefix>.lora_A" [rank, in] and "<prefix>.lora_B" [out, rank] on
+  // `device`; A drawn from stream `stream` of `seed`.
   LoraAdapter(const std::string& prefix, int64_t in_features, int64_t out_features, int rank, double alpha,
-              uint64_t seed, uint64_t stream);
+              uint64_t seed, uint64_t stream, Device device);
 
   // (alpha / rank) (x A^T) B^T, shaped like the base layer's output.
   autograd::Variable forward(const autograd::Variable& x) const;

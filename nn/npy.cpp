@@ -226,7 +226,7 @@ Tensor parse_npy(const unsigned char* bytes, size_t size, const std::string& wha
     throw Error(cat(what, ": data length mismatch: shape ", shape_tuple(header.shape), " of '",
                     header.descr, "' needs ", needed, " bytes but the array holds ", data_size));
   }
-  Tensor tensor(header.shape, dtype);
+  Tensor tensor(header.shape, dtype, Device::cpu());
   if (data_size) std::memcpy(tensor.raw(), bytes + header_start + header_size, size_t(data_size));
   return tensor;
 }

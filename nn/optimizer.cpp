@@ -53,7 +53,7 @@ void Optimizer::export_state(const std::string& prefix,
     for (size_t s = 0; s < it->second.buffers.size(); ++s) {
       out.emplace_back(base + ".slot" + std::to_string(s), it->second.buffers[s]);
     }
-    out.emplace_back(base + ".steps", Tensor::from_vector<int64_t>({1}, {it->second.steps}));
+    out.emplace_back(base + ".steps", Tensor::from_vector<int64_t>({1}, {it->second.steps}, Device::cpu()));
   }
 }
 

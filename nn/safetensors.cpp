@@ -407,7 +407,6 @@ void write_safetensors(const std::string& path,
     check(is_valid_utf8(name), cat("tensor name '", name, "' is not valid UTF-8"));
     check(names.insert(name).second, cat("tensor name '", name, "' is given twice"));
     check(tensor.defined(), cat("tensor '", name, "' is undefined"));
-    check(tensor.device().is_cpu(), cat("tensor '", name, "' is on ", tensor.device().str(), ", not the host"));
     Json entry = Json::object();
     entry["dtype"] = safetensors_dtype_name(tensor.dtype());
     entry["shape"] = tensor.shape();

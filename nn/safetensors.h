@@ -29,7 +29,8 @@ struct SafetensorsFile {
 SafetensorsFile read_safetensors(const std::string& path);
 
 // Writes the tensors in the given order. Names must be unique, non-empty and not
-// "__metadata__"; tensors must be on the host.
+// "__metadata__"; tensors may be on any device: each is copied to the host as it is
+// written.
 void write_safetensors(const std::string& path,
                        const std::vector<std::pair<std::string, Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});

@@ -5,18 +5,18 @@
 
 namespace vitune::nn {
 
-VisionTransformer::VisionTransformer(const VitConfig& config)
-    : patch_embed(config.in_chans, config.patch, config.dim),
-      cls_token("cls_token", Tensor::zeros({1, 1, config.dim})),
-      pos_embed("pos_embed", Tensor::zeros({1, config.tokens(), config.dim})),
-      norm("norm", config.dim, config.ln_eps),
+VisionTransformer::VisionTransformer(const VitConfig& config, Device device)
+    : patch_embed(config.in_chans, config.patch, config.dim, device),
+      cls_token("cls_token", Tensor::zeros({1, 1, config.dim}, DType::F32, device)),
+      pos_embed("pos_embed", Tensor::zeros({1, config.tokens(), config.dim}, DType::F32, device)),
+      norm("norm", config.dim, config.ln_eps, device),
       config_(config) {
   config.validate("ViT config");
   for (int i = 0; i < config.depth; ++i) {
     blocks.push_back(std::make_unique<Block>("blocks." + std::to_string(i), config.dim, config.heads,
-                                             config.hidden(), config.ln_eps));
+                                             config.hidden(), config.ln_eps, device));
   }
-  if (config.num_classes > 0) head = std::make_unique<Linear>("head", config.dim, config.num_classes);
+  if (config.num_classes > 0) head = std::make_unique<Linear>("head", config.dim, config.num_classes, device);
   collect_parameters();
 }
 
@@ -79,7 +79,7 @@ void VisionTransformer::reset_head(int num_classes, uint64_t seed) {
   config_.num_classes = num_classes;
   head.reset();
   if (num_classes > 0) {
-    head = std::make_unique<Linear>("head", config_.dim, num_classes);
+    head = std::make_unique<Linear>("head", config_.dim, num_classes, device());
     // Stream past every other parameter's, so the head does not repeat their draws.
     fill_trunc_normal(head->weight.mutable_value(), seed, 1u << 20, 0.02);
   }

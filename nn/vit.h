@@ -14,7 +14,8 @@ namespace vitune::nn {
 
 class VisionTransformer {
  public:
-  explicit VisionTransformer(const VitConfig& config);
+  // Parameters on `device`, zero (LayerNorm weights one) until init_weights or a load.
+  VisionTransformer(const VitConfig& config, Device device);
 
   const VitConfig& config() const { return config_; }
   // images [B, C, H, W] f32 -> logits [B, num_classes] (the final-normed cls feature
@@ -32,8 +33,7 @@ class VisionTransformer {
   int64_t parameter_count() const;
 
   // Moves every parameter (values and mask indices) to `device`; gradients are dropped.
-  // Parameters made afterwards (reset_head, add_lora) start on the host: move the model
-  // after changing its structure.
+  // Parameters made afterwards (reset_head, add_lora) are made on the model's device.
   void to(Device device);
   // The device of the parameters (of the first one: to() keeps them together).
   Device device() const;

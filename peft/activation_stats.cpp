@@ -6,7 +6,6 @@
 #include <cmath>
 
 #include "autograd/variable.h"
-#include "engine/cpu/check.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
@@ -25,7 +24,7 @@ std::vector<double> per_image_abs_sums(const Tensor& x) {
   const int64_t batch = x.dim(0), tokens = x.dim(1), features = x.dim(2);
   std::vector<double> sums(size_t(batch * features), 0.0);
   const int64_t blocks = (features + kFeatureBlock - 1) / kFeatureBlock;
-  cpu::dispatch_float(x, "activation statistics", [&](auto zero) {
+  on_float_dtype(x, "activation statistics", [&](auto zero) {
     using T = decltype(zero);
     const T* values = x.data<T>();
     parallel_for(batch * blocks, 1, [&](int64_t begin, int64_t end) {
@@ -108,7 +107,7 @@ std::vector<std::pair<std::string, Tensor>> ActivationStats::means() const {
     const double count = double(images_) * double(layers_[i].tokens_per_image);
     std::vector<double> mean(sums_[i].size());
     for (size_t f = 0; f < mean.size(); ++f) mean[f] = sums_[i][f] / count;
-    out.emplace_back(layers_[i].weight_name, Tensor::from_vector({int64_t(mean.size())}, mean));
+    out.emplace_back(layers_[i].weight_name, Tensor::from_vector({int64_t(mean.size())}, mean, Device::cpu()));
   }
   return out;
 }

@@ -19,11 +19,13 @@ std::vector<double> row_block(const std::vector<double>& m, int64_t cols, int64_
   return std::vector<double>(m.begin() + row0 * cols, m.begin() + (row0 + count) * cols);
 }
 
-// factor * a^T b for a [k, m] and b [k, n] row-major: an [m, n] tensor in f64 (f64 GEMM).
+// factor * a^T b for a [k, m] and b [k, n] row-major: an [m, n] tensor in f64 (f64 GEMM
+// on the host, where the weights' copies are).
 Tensor transpose_times(const std::vector<double>& a, const std::vector<double>& b, int64_t k, int64_t m, int64_t n,
                        double factor) {
-  Tensor out = Tensor::zeros({m, n}, DType::F64);
-  ops::gemm(true, false, factor, Tensor::from_vector({k, m}, a), Tensor::from_vector({k, n}, b), 0.0, out);
+  const Device host = Device::cpu();
+  Tensor out = Tensor::zeros({m, n}, DType::F64, host);
+  ops::gemm(true, false, factor, Tensor::from_vector({k, m}, a, host), Tensor::from_vector({k, n}, b, host), 0.0, out);
   return out;
 }
 

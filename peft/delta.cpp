@@ -60,7 +60,7 @@ ModelDelta::Sparse changed_entries(const std::string& name, const Tensor& before
     values.push_back(now.data<float>()[i]);
   }
   const int64_t n = int64_t(indices.size());
-  return {name, Tensor::from_vector<int64_t>({n}, indices), Tensor::from_vector<float>({n}, values)};
+  return {name, Tensor::from_vector<int64_t>({n}, indices, Device::cpu()), Tensor::from_vector<float>({n}, values, Device::cpu())};
 }
 
 const std::string& required_metadata(const std::map<std::string, std::string>& metadata, const std::string& key,
@@ -205,10 +205,9 @@ std::unique_ptr<nn::VisionTransformer> apply_delta(const nn::VisionTransformer& 
   }
   nn::VitConfig config =
       nn::VitConfig::from_json(required_metadata(delta.metadata, "vit_config", source), source, base.config());
-  auto model = std::make_unique<nn::VisionTransformer>(config);
-
   // The model is rebuilt on the host (the delta's tensors are there) and moved to the
   // base's device at the end.
+  auto model = std::make_unique<nn::VisionTransformer>(config, Device::cpu());
   std::map<std::string, const Tensor*> whole;
   for (const auto& [name, value] : delta.whole) {
     VITUNE_CHECK(whole.emplace(name, &value).second, source, ": '", name, "' is stored whole twice");

@@ -17,7 +17,7 @@ Tensor feature_growth(const Tensor& down_on_any, const Tensor& anchor_on_any) {
                "GD-FPS growth: expected task and anchor statistics f64[in] of one size, got ", down.str(), " and ",
                anchor.str());
   const int64_t n = down.numel();
-  Tensor growth({n}, DType::F64);
+  Tensor growth = Tensor::like(down, {n});
   const double* d = down.data<double>();
   const double* a = anchor.data<double>();
   double* g = growth.data<double>();
@@ -41,7 +41,7 @@ Tensor gdfps_scores(const Tensor& weight, const Tensor& growth_on_any) {
   // One layer's weight is small: it is scored on the host, wherever the model lives.
   const Tensor host = weight.to(Device::cpu());
   const Tensor w = host.dtype() == DType::F64 ? host : host.to(DType::F64);
-  Tensor scores({rows, cols}, DType::F64);
+  Tensor scores = Tensor::like(w, {rows, cols});
   const double* wv = w.data<double>();
   const double* g = growth.data<double>();
   double* s = scores.data<double>();

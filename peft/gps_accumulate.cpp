@@ -6,7 +6,6 @@
 #include <set>
 
 #include "autograd/functions.h"
-#include "engine/cpu/check.h"
 
 namespace vitune::peft {
 
@@ -111,11 +110,11 @@ Variable batch_loss(const nn::VisionTransformer& model, const GpsBatch& batch, G
 // |g| as f32 on the host (zeros when no gradient reached the parameter). A gradient on
 // a CUDA device is copied to the host once, after the last batch.
 Tensor absolute_f32(const nn::Parameter& p) {
-  Tensor out = Tensor::zeros(p.shape(), DType::F32);
+  Tensor out = Tensor::zeros(p.shape(), DType::F32, Device::cpu());
   if (!p.grad().defined()) return out;
   const Tensor grad = p.grad().to(Device::cpu());
   float* o = out.data<float>();
-  cpu::dispatch_float(grad, "GPS scores", [&](auto zero) {
+  on_float_dtype(grad, "GPS scores", [&](auto zero) {
     using T = decltype(zero);
     const T* g = grad.data<T>();
     for (int64_t i = 0; i < out.numel(); ++i) o[i] = float(std::fabs(g[i]));

@@ -53,7 +53,7 @@ Tensor pad_features(const Tensor& x, int64_t width) {
   VITUNE_CHECK(width >= d, "pad_features: cannot pad ", d, " features to ", width);
   Shape shape = x.shape();
   shape.back() = width;
-  Tensor out = Tensor::zeros(shape, DType::F32);
+  Tensor out = Tensor::zeros(shape, DType::F32, x.device());
   const float* in = x.data<float>();
   float* o = out.data<float>();
   for (int64_t r = 0; r < rows; ++r) std::copy(in + r * d, in + (r + 1) * d, o + r * width);

@@ -14,7 +14,7 @@ Tensor leading_columns(const Tensor& m, int64_t count) {
   const int64_t rows = m.dim(0), cols = m.dim(1);
   VITUNE_CHECK(count <= cols, "leading_columns: ", count, " of ", m.str());
   const std::vector<double> v = m.to(Device::cpu()).to(DType::F64).to_vector<double>();
-  Tensor out({rows, count}, DType::F64);
+  Tensor out({rows, count}, DType::F64, Device::cpu());
   double* o = out.data<double>();
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < count; ++c) o[r * count + c] = v[size_t(r * cols + c)];

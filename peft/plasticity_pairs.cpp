@@ -74,7 +74,7 @@ Tensor gram_matrix(const Tensor& x, Device products_on) {
   const Tensor flat = x.reshape({batch, width}).to(Device::cpu());
   for (int64_t first = 0; first < width; first += kGramSlice) {
     const int64_t count = std::min(kGramSlice, width - first);
-    Tensor slice({batch, count}, DType::F64);
+    Tensor slice({batch, count}, DType::F64, Device::cpu());
     if (x.dtype() == DType::F32)
       copy_columns<float>(flat, first, slice);
     else

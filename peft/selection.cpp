@@ -126,7 +126,7 @@ RowSelection top_k_per_row(const Tensor& scores, int64_t k) {
     std::sort(row.begin(), row.end());
     for (int64_t c : row) flat.push_back(j * cols + c);
   }
-  selection.indices = Tensor::from_vector({int64_t(flat.size())}, flat);
+  selection.indices = Tensor::from_vector({int64_t(flat.size())}, flat, Device::cpu());
   return selection;
 }
 
@@ -142,7 +142,7 @@ RowSelection random_per_row(int64_t rows, int64_t cols, int64_t k, uint64_t seed
     }
   });
   RowSelection selection;
-  selection.indices = Tensor::from_vector({int64_t(flat.size())}, flat);
+  selection.indices = Tensor::from_vector({int64_t(flat.size())}, flat, Device::cpu());
   return selection;
 }
 

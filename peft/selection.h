@@ -40,7 +40,7 @@ struct PolicyTargets {
 PolicyTargets resolve_policy(const nn::VisionTransformer& model, const SelectionPolicy& policy);
 
 struct RowSelection {
-  Tensor indices;          // sorted flat indices j * in + k, i64
+  Tensor indices;          // sorted flat indices j * in + k, i64, on the host
   int64_t short_rows = 0;  // rows that got fewer than K (non-finite scores left out)
 };
 // The min(K, in) largest scores of each row of `scores` [out, in] (f32 or f64, on any

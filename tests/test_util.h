@@ -86,10 +86,10 @@ inline double dot(const Tensor& a, const Tensor& b) {
   return sum;
 }
 
-// Normal samples N(mean, stddev^2) from vitune::fill_normal(seed, stream).
+// Normal samples N(mean, stddev^2) on the host from vitune::fill_normal(seed, stream).
 inline Tensor random_normal(Shape shape, DType dtype, uint64_t seed, uint64_t stream, double mean = 0,
                             double stddev = 1) {
-  Tensor t(std::move(shape), dtype);
+  Tensor t(std::move(shape), dtype, Device::cpu());
   fill_normal(t, seed, stream, mean, stddev);
   return t;
 }
@@ -101,7 +101,7 @@ Tensor uniform_tensor(const Shape& shape, unsigned seed, double low, double high
   std::uniform_real_distribution<Sample> dist(static_cast<Sample>(low), static_cast<Sample>(high));
   std::vector<T> v(size_t(shape_numel(shape)));
   for (T& x : v) x = T(dist(gen));
-  return Tensor::from_vector(shape, v);
+  return Tensor::from_vector(shape, v, Device::cpu());
 }
 
 // Sets the thread pool size for one scope and restores it after.

@@ -258,14 +258,14 @@ void backward_head(const AttentionShape& s, int64_t b, int64_t h, T scale, const
 Tensor attention_forward(const Tensor& qkv, int heads, Tensor& probs) {
   const char* op = "attention_forward";
   const AttentionShape s = attention_shape(qkv, heads, op);
-  Tensor ctx({s.batch, s.tokens, s.dim}, qkv.dtype());
-  probs = Tensor({s.batch, s.heads, s.tokens, s.tokens}, qkv.dtype());
+  Tensor ctx({s.batch, s.tokens, s.dim}, qkv.dtype(), qkv.device());
+  probs = Tensor({s.batch, s.heads, s.tokens, s.tokens}, qkv.dtype(), qkv.device());
   cpu::dispatch_float(qkv, op, [&](auto zero) {
     using T = decltype(zero);
     const T scale = T(1.0 / std::sqrt(double(s.head_dim)));
-    const T* q = qkv.data<T>();
-    T* c = ctx.data<T>();
-    T* p = probs.data<T>();
+    const T* q = qkv.kernel_data<T>();
+    T* c = ctx.kernel_data<T>();
+    T* p = probs.kernel_data<T>();
     parallel_for(s.batch * s.heads, 1, [&](int64_t begin, int64_t end) {
       ForwardScratch<T> scratch(s);
       for (int64_t task = begin; task < end; ++task) {
@@ -290,14 +290,14 @@ Tensor attention_backward(const Tensor& dctx, const Tensor& qkv, const Tensor& p
   cpu::check_host(dctx, op);
   cpu::check_host(probs, op);
   op_checks::check_attention_grads(s, dctx, qkv, probs, op);
-  Tensor dqkv(qkv.shape(), qkv.dtype());
+  Tensor dqkv(qkv.shape(), qkv.dtype(), qkv.device());
   cpu::dispatch_float(qkv, op, [&](auto zero) {
     using T = decltype(zero);
     const T scale = T(1.0 / std::sqrt(double(s.head_dim)));
-    const T* dc = dctx.data<T>();
-    const T* q = qkv.data<T>();
-    const T* p = probs.data<T>();
-    T* dq = dqkv.data<T>();
+    const T* dc = dctx.kernel_data<T>();
+    const T* q = qkv.kernel_data<T>();
+    const T* p = probs.kernel_data<T>();
+    T* dq = dqkv.kernel_data<T>();
     parallel_for(s.batch * s.heads, 1, [&](int64_t begin, int64_t end) {
       BackwardScratch<T> scratch(s);
       for (int64_t task = begin; task < end; ++task) {

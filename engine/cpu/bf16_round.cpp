@@ -1,6 +1,8 @@
 // round_to_bf16 on the host: each f32 value rounded to the nearest bfloat16 value and
 // kept in f32 storage, bit for bit what bf16_to_f32(f32_to_bf16(x)) gives. Each output
 // element depends on its own input only, so any split over threads gives the same bits.
+// The bf16 GEMMs of autocast are emulated exactly with it: operands rounded, then the
+// fp32 kernel, whose products of two bf16 values are exact in fp32.
 #include <cstdint>
 #include <cstring>
 
@@ -33,13 +35,23 @@ inline float round_float_to_bf16(float value) {
 Tensor round_to_bf16(const Tensor& x) {
   check_host(x, "round_to_bf16");
   VITUNE_CHECK(x.dtype() == DType::F32, "round_to_bf16: expected an f32 tensor, got ", x.str());
-  Tensor out(x.shape(), DType::F32);
-  const float* in = x.data<float>();
-  float* result = out.data<float>();
+  Tensor out(x.shape(), DType::F32, x.device());
+  const float* in = x.kernel_data<float>();
+  float* result = out.kernel_data<float>();
   parallel_for(x.numel(), kElementGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) result[i] = round_float_to_bf16(in[i]);
   });
   return out;
+}
+
+void gemm_bf16(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
+               Tensor& c) {
+  gemm(trans_a, trans_b, alpha, round_to_bf16(a), round_to_bf16(b), beta, c);
+}
+
+void gemm_batched_bf16(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b,
+                       double beta, Tensor& c) {
+  gemm_batched(trans_a, trans_b, alpha, round_to_bf16(a), round_to_bf16(b), beta, c);
 }
 
 }  // namespace vitune::cpu

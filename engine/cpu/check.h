@@ -1,9 +1,11 @@
-// Argument checks shared by the CPU kernels: the tensors are on the host (a tensor on a
-// CUDA device among them means operands on two devices), have a float
-// dtype, agree with each other. Each failure names the op and what it was given.
+// Argument checks shared by the CPU kernels: the tensors are in host memory (on the cpu
+// or the emulated device; a tensor on a CUDA device among them means operands on two
+// devices), have a float dtype, agree with each other. Each failure names the op and
+// what it was given.
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include "engine/tensor.h"
 
@@ -11,7 +13,7 @@ namespace vitune::cpu {
 
 inline void check_host(const Tensor& t, const char* op) {
   VITUNE_CHECK(t.defined(), op, ": an argument is an undefined tensor");
-  VITUNE_CHECK(t.device().is_cpu(), op, ": tensor ", t.str(), " is on ", t.device().str(),
+  VITUNE_CHECK(t.device().host_memory(), op, ": tensor ", t.str(), " is on ", t.device().str(),
                " while the op runs on the CPU: move every operand to one device first");
 }
 
@@ -34,12 +36,11 @@ inline void check_output_grad(const Tensor& dy, const Tensor& x, const char* op)
   check_same(dy, x, op);
 }
 
-// Calls f.template operator()<T>() with T = float or double after the dtype of t.
+// Calls f(float{}) or f(double{}) after the dtype of t, a float tensor in host memory.
 template <typename F>
 auto dispatch_float(const Tensor& t, const char* op, F&& f) {
-  check_float(t, op);
-  if (t.dtype() == DType::F64) return f(double{});
-  return f(float{});
+  check_host(t, op);
+  return on_float_dtype(t, op, std::forward<F>(f));
 }
 
 }  // namespace vitune::cpu

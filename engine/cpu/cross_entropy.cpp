@@ -20,7 +20,7 @@ void check_arguments(const Tensor& scores, const char* scores_name, const Tensor
   const op_checks::ClassScores shape =
       op_checks::class_scores(scores, scores_name, labels, op, cpu::check_host);
   const int64_t batch = shape.batch, classes = shape.classes;
-  const int64_t* label = labels.data<int64_t>();
+  const int64_t* label = labels.kernel_data<int64_t>();
   for (int64_t b = 0; b < batch; ++b) {
     VITUNE_CHECK(label[b] >= 0 && label[b] < classes, op, ": label ", label[b], " of row ", b,
                  " is outside [0, ", classes, ")");
@@ -78,12 +78,12 @@ double cross_entropy_forward(const Tensor& logits, const Tensor& labels, double 
   const char* op = "cross_entropy_forward";
   check_arguments(logits, "logits", labels, smoothing, op);
   const int64_t batch = logits.dim(0), classes = logits.dim(1);
-  probs = Tensor(logits.shape(), logits.dtype());
+  probs = Tensor(logits.shape(), logits.dtype(), logits.device());
   std::vector<double> row_loss(size_t(batch), 0.0);
   cpu::dispatch_float(logits, op, [&](auto zero) {
     using T = decltype(zero);
-    forward_kernel<T>(logits.data<T>(), labels.data<int64_t>(), smoothing, batch, classes,
-                      probs.data<T>(), row_loss.data());
+    forward_kernel<T>(logits.kernel_data<T>(), labels.kernel_data<int64_t>(), smoothing, batch, classes,
+                      probs.kernel_data<T>(), row_loss.data());
   });
   double total = 0;
   for (double loss : row_loss) total += loss;
@@ -99,11 +99,11 @@ Tensor cross_entropy_backward(const Tensor& probs, const Tensor& labels, double 
   const char* op = "cross_entropy_backward";
   check_arguments(probs, "probs", labels, smoothing, op);
   const int64_t batch = probs.dim(0), classes = probs.dim(1);
-  Tensor dlogits(probs.shape(), probs.dtype());
+  Tensor dlogits(probs.shape(), probs.dtype(), probs.device());
   cpu::dispatch_float(probs, op, [&](auto zero) {
     using T = decltype(zero);
-    backward_kernel<T>(probs.data<T>(), labels.data<int64_t>(), smoothing,
-                       grad_scale / double(batch), batch, classes, dlogits.data<T>());
+    backward_kernel<T>(probs.kernel_data<T>(), labels.kernel_data<int64_t>(), smoothing,
+                       grad_scale / double(batch), batch, classes, dlogits.kernel_data<T>());
   });
   return dlogits;
 }

@@ -34,31 +34,31 @@ void check_binary(const Tensor& a, const Tensor& b, const char* op) {
 
 Tensor add(const Tensor& a, const Tensor& b) {
   check_binary(a, b, "add");
-  Tensor out(a.shape(), a.dtype());
+  Tensor out(a.shape(), a.dtype(), a.device());
   cpu::dispatch_float(a, "add", [&](auto zero) {
     using T = decltype(zero);
-    map2(a.data<T>(), b.data<T>(), out.data<T>(), a.numel(), [](T u, T v) { return u + v; });
+    map2(a.kernel_data<T>(), b.kernel_data<T>(), out.kernel_data<T>(), a.numel(), [](T u, T v) { return u + v; });
   });
   return out;
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
   check_binary(a, b, "mul");
-  Tensor out(a.shape(), a.dtype());
+  Tensor out(a.shape(), a.dtype(), a.device());
   cpu::dispatch_float(a, "mul", [&](auto zero) {
     using T = decltype(zero);
-    map2(a.data<T>(), b.data<T>(), out.data<T>(), a.numel(), [](T u, T v) { return u * v; });
+    map2(a.kernel_data<T>(), b.kernel_data<T>(), out.kernel_data<T>(), a.numel(), [](T u, T v) { return u * v; });
   });
   return out;
 }
 
 Tensor scale(const Tensor& a, double factor) {
   cpu::check_float(a, "scale");
-  Tensor out(a.shape(), a.dtype());
+  Tensor out(a.shape(), a.dtype(), a.device());
   cpu::dispatch_float(a, "scale", [&](auto zero) {
     using T = decltype(zero);
-    const T* in = a.data<T>();
-    T* result = out.data<T>();
+    const T* in = a.kernel_data<T>();
+    T* result = out.kernel_data<T>();
     const T f = T(factor);
     parallel_for(a.numel(), kElementGrain, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) result[i] = in[i] * f;
@@ -71,8 +71,8 @@ void axpy(double alpha, const Tensor& x, Tensor& y) {
   check_binary(x, y, "axpy");
   cpu::dispatch_float(x, "axpy", [&](auto zero) {
     using T = decltype(zero);
-    const T* in = x.data<T>();
-    T* acc = y.data<T>();
+    const T* in = x.kernel_data<T>();
+    T* acc = y.kernel_data<T>();
     const T a = T(alpha);
     parallel_for(x.numel(), kElementGrain, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) acc[i] += a * in[i];
@@ -88,8 +88,8 @@ void add_row_broadcast(Tensor& x, const Tensor& row) {
   const int64_t rows = x.numel() / cols;
   cpu::dispatch_float(x, "add_row_broadcast", [&](auto zero) {
     using T = decltype(zero);
-    T* out = x.data<T>();
-    const T* bias = row.data<T>();
+    T* out = x.kernel_data<T>();
+    const T* bias = row.kernel_data<T>();
     const int64_t grain = std::max<int64_t>(1, kElementGrain / cols);
     parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {

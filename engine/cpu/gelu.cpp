@@ -77,10 +77,10 @@ void backward_kernel(const float* dy, const float* x, int64_t n, float* dx) {
 Tensor gelu_forward(const Tensor& x) {
   const char* op = "gelu_forward";
   cpu::check_float(x, op);
-  Tensor y(x.shape(), x.dtype());
+  Tensor y(x.shape(), x.dtype(), x.device());
   cpu::dispatch_float(x, op, [&](auto zero) {
     using T = decltype(zero);
-    forward_kernel(x.data<T>(), x.numel(), y.data<T>());
+    forward_kernel(x.kernel_data<T>(), x.numel(), y.kernel_data<T>());
   });
   return y;
 }
@@ -90,10 +90,10 @@ Tensor gelu_forward(const Tensor& x) {
 Tensor gelu_backward(const Tensor& dy, const Tensor& x) {
   const char* op = "gelu_backward";
   cpu::check_output_grad(dy, x, op);
-  Tensor dx(x.shape(), x.dtype());
+  Tensor dx(x.shape(), x.dtype(), x.device());
   cpu::dispatch_float(x, op, [&](auto zero) {
     using T = decltype(zero);
-    backward_kernel(dy.data<T>(), x.data<T>(), x.numel(), dx.data<T>());
+    backward_kernel(dy.kernel_data<T>(), x.kernel_data<T>(), x.numel(), dx.kernel_data<T>());
   });
   return dx;
 }

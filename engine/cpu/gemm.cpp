@@ -116,7 +116,7 @@ void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tenso
   count_flops(2 * s.m * s.n * s.k);
   cpu::dispatch_float(a, "gemm", [&](auto zero) {
     using T = decltype(zero);
-    blas_kernel<T>(trans_a, trans_b, s, T(alpha), a.data<T>(), b.data<T>(), T(beta), c.data<T>());
+    blas_kernel<T>(trans_a, trans_b, s, T(alpha), a.kernel_data<T>(), b.kernel_data<T>(), T(beta), c.kernel_data<T>());
   });
 }
 
@@ -130,9 +130,9 @@ void gemm_batched(bool trans_a, bool trans_b, double alpha, const Tensor& a, con
   count_flops(2 * stack * s.m * s.n * s.k);
   cpu::dispatch_float(a, op, [&](auto zero) {
     using T = decltype(zero);
-    const T* pa = a.data<T>();
-    const T* pb = b.data<T>();
-    T* pc = c.data<T>();
+    const T* pa = a.kernel_data<T>();
+    const T* pb = b.kernel_data<T>();
+    T* pc = c.kernel_data<T>();
     // One product per stack item, each computed whole by one thread (OpenBLAS for the
     // large ones, the plain loop for tiny ones), so the split never changes the bits.
     const bool tiny = 2 * s.m * s.n * s.k < 4096;
@@ -163,7 +163,7 @@ void gemm_reference(bool trans_a, bool trans_b, double alpha, const Tensor& a, c
   cpu::GemmShape s = cpu::gemm_shape(trans_a, trans_b, a, b, c, "gemm_reference");
   cpu::dispatch_float(a, "gemm_reference", [&](auto zero) {
     using T = decltype(zero);
-    cpu::reference_kernel<T>(trans_a, trans_b, s, T(alpha), a.data<T>(), b.data<T>(), T(beta), c.data<T>());
+    cpu::reference_kernel<T>(trans_a, trans_b, s, T(alpha), a.kernel_data<T>(), b.kernel_data<T>(), T(beta), c.kernel_data<T>());
   });
 }
 

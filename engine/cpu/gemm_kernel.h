@@ -3,14 +3,13 @@
 // comparison; its kernel family follows OPENBLAS_CORETYPE.
 #pragma once
 
-#include <string>
+#include "engine/devices.h"
 
 namespace vitune::cpu {
 
 enum class GemmKernel { OpenBlas, Avx512 };
 
 GemmKernel gemm_kernel();
-// "vitune AVX-512" or "OpenBLAS Haswell", for logs and benches.
-std::string gemm_kernel_name();
+// gemm_kernel_name(), for logs and benches, is declared in engine/devices.h.
 
 }  // namespace vitune::cpu

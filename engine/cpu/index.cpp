@@ -17,7 +17,7 @@ namespace {
 void check_indices(const Tensor& indices, int64_t numel, const Tensor& x, const char* op) {
   cpu::check_host(indices, op);
   op_checks::check_index_dtype(indices, op);
-  const int64_t* idx = indices.data<int64_t>();
+  const int64_t* idx = indices.kernel_data<int64_t>();
   for (int64_t i = 0; i < indices.numel(); ++i) {
     VITUNE_CHECK(idx[i] >= 0 && idx[i] < numel, op, ": index ", idx[i], " at position ", i,
                  " is outside [0, ", numel, ") for ", x.str());
@@ -37,12 +37,12 @@ void check_scatter_args(const Tensor& x, const Tensor& indices, const Tensor& va
 Tensor gather(const Tensor& x, const Tensor& indices) {
   cpu::check_host(x, "gather");
   check_indices(indices, x.numel(), x, "gather");
-  Tensor out(indices.shape(), x.dtype());
-  const int64_t* idx = indices.data<int64_t>();
+  Tensor out(indices.shape(), x.dtype(), x.device());
+  const int64_t* idx = indices.kernel_data<int64_t>();
   op_checks::dispatch_width(x.dtype(), [&](auto zero) {
     using W = decltype(zero);
-    const W* in = static_cast<const W*>(x.raw());
-    W* result = static_cast<W*>(out.raw());
+    const W* in = static_cast<const W*>(x.kernel_raw());
+    W* result = static_cast<W*>(out.kernel_raw());
     parallel_for(indices.numel(), 1 << 14, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) result[i] = in[idx[i]];
     });
@@ -52,11 +52,11 @@ Tensor gather(const Tensor& x, const Tensor& indices) {
 
 void scatter(Tensor& x, const Tensor& indices, const Tensor& values) {
   check_scatter_args(x, indices, values, "scatter");
-  const int64_t* idx = indices.data<int64_t>();
+  const int64_t* idx = indices.kernel_data<int64_t>();
   op_checks::dispatch_width(x.dtype(), [&](auto zero) {
     using W = decltype(zero);
-    W* out = static_cast<W*>(x.raw());
-    const W* in = static_cast<const W*>(values.raw());
+    W* out = static_cast<W*>(x.kernel_raw());
+    const W* in = static_cast<const W*>(values.kernel_raw());
     for (int64_t i = 0; i < indices.numel(); ++i) out[idx[i]] = in[i];
   });
 }
@@ -64,11 +64,11 @@ void scatter(Tensor& x, const Tensor& indices, const Tensor& values) {
 void scatter_add(Tensor& x, const Tensor& indices, const Tensor& values) {
   cpu::check_float(x, "scatter_add");
   check_scatter_args(x, indices, values, "scatter_add");
-  const int64_t* idx = indices.data<int64_t>();
+  const int64_t* idx = indices.kernel_data<int64_t>();
   cpu::dispatch_float(x, "scatter_add", [&](auto zero) {
     using T = decltype(zero);
-    T* out = x.data<T>();
-    const T* in = values.data<T>();
+    T* out = x.kernel_data<T>();
+    const T* in = values.kernel_data<T>();
     for (int64_t i = 0; i < indices.numel(); ++i) out[idx[i]] += in[i];
   });
 }

@@ -107,13 +107,13 @@ Tensor layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& b
   const op_checks::RowShape shape =
       op_checks::layer_norm_forward_shape(x, weight, bias, eps, op, cpu::check_host);
   const int64_t rows = shape.rows, features = shape.features;
-  Tensor y(x.shape(), x.dtype());
-  mean = Tensor({rows}, x.dtype());
-  rstd = Tensor({rows}, x.dtype());
+  Tensor y(x.shape(), x.dtype(), x.device());
+  mean = Tensor({rows}, x.dtype(), x.device());
+  rstd = Tensor({rows}, x.dtype(), x.device());
   cpu::dispatch_float(x, op, [&](auto zero) {
     using T = decltype(zero);
-    forward_kernel<T>(x.data<T>(), weight.data<T>(), bias.data<T>(), eps, rows, features,
-                      y.data<T>(), mean.data<T>(), rstd.data<T>());
+    forward_kernel<T>(x.kernel_data<T>(), weight.kernel_data<T>(), bias.kernel_data<T>(), eps, rows, features,
+                      y.kernel_data<T>(), mean.kernel_data<T>(), rstd.kernel_data<T>());
   });
   return y;
 }
@@ -141,20 +141,20 @@ void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight
       cpu::check_host(*dx, op);
       cpu::check_same(*dx, x, op);
     } else {
-      *dx = Tensor(x.shape(), x.dtype());
+      *dx = Tensor(x.shape(), x.dtype(), x.device());
     }
   }
   cpu::dispatch_float(x, op, [&](auto zero) {
     using T = decltype(zero);
     // The parameter gradients go first: they still read dy and x, which dx may share.
     if (dweight || dbias) {
-      param_grad_kernel<T>(dy.data<T>(), x.data<T>(), mean.data<T>(), rstd.data<T>(), rows,
-                           features, dweight ? dweight->data<T>() : nullptr,
-                           dbias ? dbias->data<T>() : nullptr);
+      param_grad_kernel<T>(dy.kernel_data<T>(), x.kernel_data<T>(), mean.kernel_data<T>(), rstd.kernel_data<T>(), rows,
+                           features, dweight ? dweight->kernel_data<T>() : nullptr,
+                           dbias ? dbias->kernel_data<T>() : nullptr);
     }
     if (dx) {
-      input_grad_kernel<T>(dy.data<T>(), x.data<T>(), weight.data<T>(), mean.data<T>(),
-                           rstd.data<T>(), rows, features, dx->data<T>());
+      input_grad_kernel<T>(dy.kernel_data<T>(), x.kernel_data<T>(), weight.kernel_data<T>(), mean.kernel_data<T>(),
+                           rstd.kernel_data<T>(), rows, features, dx->kernel_data<T>());
     }
   });
 }

@@ -67,7 +67,7 @@ double dot(const T* a, const T* b, int64_t n) {
 
 // Indices must be strictly increasing and inside [0, out * in).
 void check_selection(const Tensor& indices, int64_t out_features, int64_t in_features) {
-  const int64_t* idx = indices.data<int64_t>();
+  const int64_t* idx = indices.kernel_data<int64_t>();
   const int64_t limit = out_features * in_features;
   for (int64_t i = 0; i < indices.numel(); ++i) {
     VITUNE_CHECK(idx[i] >= 0 && idx[i] < limit, "masked_weight_grad: index ", idx[i],
@@ -101,21 +101,21 @@ void masked_weight_grad(const Tensor& dy, const Tensor& x, const Tensor& indices
   cpu::dispatch_float(x, op, [&](auto zero) {
     using T = decltype(zero);
     const int64_t chunk = std::min(tokens, kTokenChunk);
-    Tensor dy_t({out_features, chunk}, dy.dtype());
-    Tensor x_t({in_features, chunk}, x.dtype());
-    Tensor sums = Tensor::zeros({selected}, DType::F64);
-    const T* dy_rows = dy.data<T>();
-    const T* x_rows = x.data<T>();
-    const T* dy_cols = dy_t.data<T>();
-    const T* x_cols = x_t.data<T>();
-    const int64_t* idx = indices.data<int64_t>();
-    double* sum = sums.data<double>();
+    Tensor dy_t({out_features, chunk}, dy.dtype(), dy.device());
+    Tensor x_t({in_features, chunk}, x.dtype(), x.device());
+    Tensor sums = Tensor::zeros({selected}, DType::F64, dy.device());
+    const T* dy_rows = dy.kernel_data<T>();
+    const T* x_rows = x.kernel_data<T>();
+    const T* dy_cols = dy_t.kernel_data<T>();
+    const T* x_cols = x_t.kernel_data<T>();
+    const int64_t* idx = indices.kernel_data<int64_t>();
+    double* sum = sums.kernel_data<double>();
     const int64_t grain = std::max<int64_t>(1, 8192 / chunk);
     // Chunks in token order; within a chunk every entry is computed by one task.
     for (int64_t t0 = 0; t0 < tokens; t0 += chunk) {
       const int64_t n = std::min(chunk, tokens - t0);
-      transpose(dy_rows + t0 * out_features, n, out_features, dy_t.data<T>());
-      transpose(x_rows + t0 * in_features, n, in_features, x_t.data<T>());
+      transpose(dy_rows + t0 * out_features, n, out_features, dy_t.kernel_data<T>());
+      transpose(x_rows + t0 * in_features, n, in_features, x_t.kernel_data<T>());
       parallel_for(selected, grain, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
           const int64_t j = idx[i] / in_features;
@@ -124,7 +124,7 @@ void masked_weight_grad(const Tensor& dy, const Tensor& x, const Tensor& indices
         }
       });
     }
-    T* acc = accumulate.data<T>();
+    T* acc = accumulate.kernel_data<T>();
     for (int64_t i = 0; i < selected; ++i) acc[i] += T(sum[i]);
   });
 }

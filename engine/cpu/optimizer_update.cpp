@@ -14,7 +14,7 @@ namespace {
 const int64_t* update_operands(const Tensor& value, const Tensor* indices, const Tensor& grad,
                                std::initializer_list<const Tensor*> state, const char* op) {
   op_checks::check_update_operands(value, indices, grad, state, op, check_host);
-  return indices ? indices->data<int64_t>() : nullptr;
+  return indices ? indices->kernel_data<int64_t>() : nullptr;
 }
 
 }  // namespace
@@ -23,9 +23,9 @@ void sgd_update(Tensor& value, const Tensor* indices, const Tensor& grad, Tensor
                 const SgdUpdate& u) {
   const int64_t* index = momentum_buffer ? update_operands(value, indices, grad, {momentum_buffer}, "sgd_update")
                                          : update_operands(value, indices, grad, {}, "sgd_update");
-  float* p_all = value.data<float>();
-  const float* g = grad.data<float>();
-  float* buffer = momentum_buffer ? momentum_buffer->data<float>() : nullptr;
+  float* p_all = value.kernel_data<float>();
+  const float* g = grad.kernel_data<float>();
+  float* buffer = momentum_buffer ? momentum_buffer->kernel_data<float>() : nullptr;
   parallel_for(grad.numel(), 4096, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       sgd_entry(p_all[index ? index[i] : i], g[i], buffer ? buffer + i : nullptr, u);
@@ -36,10 +36,10 @@ void sgd_update(Tensor& value, const Tensor* indices, const Tensor& grad, Tensor
 void adamw_update(Tensor& value, const Tensor* indices, const Tensor& grad, Tensor& m, Tensor& v,
                   const AdamWUpdate& u) {
   const int64_t* index = update_operands(value, indices, grad, {&m, &v}, "adamw_update");
-  float* p_all = value.data<float>();
-  const float* g = grad.data<float>();
-  float* m1 = m.data<float>();
-  float* m2 = v.data<float>();
+  float* p_all = value.kernel_data<float>();
+  const float* g = grad.kernel_data<float>();
+  float* m1 = m.kernel_data<float>();
+  float* m2 = v.kernel_data<float>();
   parallel_for(grad.numel(), 4096, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       adamw_entry(p_all[index ? index[i] : i], g[i], m1[i], m2[i], u);

@@ -39,11 +39,11 @@ void for_each_patch_row(const PatchGrid& g, int64_t n, Move move) {
 Tensor patchify(const Tensor& images, int patch) {
   cpu::check_float(images, "patchify");
   const PatchGrid g = op_checks::patch_grid(images.shape(), patch, "patchify");
-  Tensor patches({g.batch, g.patches_per_image(), g.patch_size()}, images.dtype());
+  Tensor patches({g.batch, g.patches_per_image(), g.patch_size()}, images.dtype(), images.device());
   cpu::dispatch_float(images, "patchify", [&](auto zero) {
     using T = decltype(zero);
-    const T* in = images.data<T>();
-    T* out = patches.data<T>();
+    const T* in = images.kernel_data<T>();
+    T* out = patches.kernel_data<T>();
     const int64_t p = g.patch;
     parallel_for(g.batch * g.patches_per_image(), 16, [&](int64_t begin, int64_t end) {
       for (int64_t n = begin; n < end; ++n) {
@@ -62,11 +62,11 @@ Tensor patchify(const Tensor& images, int patch) {
 Tensor unpatchify(const Tensor& patches, const Shape& image_shape, int patch) {
   cpu::check_float(patches, "unpatchify");
   const PatchGrid g = op_checks::unpatchify_grid(patches, image_shape, patch, "unpatchify");
-  Tensor images(image_shape, patches.dtype());
+  Tensor images(image_shape, patches.dtype(), patches.device());
   cpu::dispatch_float(patches, "unpatchify", [&](auto zero) {
     using T = decltype(zero);
-    const T* in = patches.data<T>();
-    T* out = images.data<T>();
+    const T* in = patches.kernel_data<T>();
+    T* out = images.kernel_data<T>();
     const int64_t p = g.patch;
     parallel_for(g.batch * g.patches_per_image(), 16, [&](int64_t begin, int64_t end) {
       for (int64_t n = begin; n < end; ++n) {

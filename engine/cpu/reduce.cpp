@@ -53,8 +53,8 @@ void sum_rows_into(const Tensor& x, Tensor& accumulate) {
   const int64_t blocks = (cols + kColumnBlock - 1) / kColumnBlock;
   cpu::dispatch_float(x, "sum_rows_into", [&](auto zero) {
     using T = decltype(zero);
-    const T* in = x.data<T>();
-    T* out = accumulate.data<T>();
+    const T* in = x.kernel_data<T>();
+    T* out = accumulate.kernel_data<T>();
     const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, rows * kColumnBlock));
     parallel_for(blocks, grain, [&](int64_t begin, int64_t end) {
       double sums[kColumnBlock];
@@ -75,21 +75,21 @@ void sum_rows_into(const Tensor& x, Tensor& accumulate) {
 double sum_all(const Tensor& x) {
   return cpu::dispatch_float(x, "sum_all", [&](auto zero) {
     using T = decltype(zero);
-    return blocked_sum(x.data<T>(), x.numel(), [](double v) { return v; });
+    return blocked_sum(x.kernel_data<T>(), x.numel(), [](double v) { return v; });
   });
 }
 
 double sum_squares(const Tensor& x) {
   return cpu::dispatch_float(x, "sum_squares", [&](auto zero) {
     using T = decltype(zero);
-    return blocked_sum(x.data<T>(), x.numel(), [](double v) { return v * v; });
+    return blocked_sum(x.kernel_data<T>(), x.numel(), [](double v) { return v * v; });
   });
 }
 
 bool all_finite(const Tensor& x) {
   return cpu::dispatch_float(x, "all_finite", [&](auto zero) {
     using T = decltype(zero);
-    const T* v = x.data<T>();
+    const T* v = x.kernel_data<T>();
     const int64_t blocks = (x.numel() + kSumBlock - 1) / kSumBlock;
     std::vector<char> finite(size_t(blocks), 1);
     parallel_for(blocks, 16, [&](int64_t begin, int64_t end) {

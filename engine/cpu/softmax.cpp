@@ -51,10 +51,10 @@ Tensor softmax_forward(const Tensor& x) {
   const char* op = "softmax_forward";
   cpu::check_float(x, op);
   const op_checks::RowShape shape = op_checks::feature_rows(x, op);
-  Tensor y(x.shape(), x.dtype());
+  Tensor y(x.shape(), x.dtype(), x.device());
   cpu::dispatch_float(x, op, [&](auto zero) {
     using T = decltype(zero);
-    forward_kernel<T>(x.data<T>(), shape.rows, shape.features, y.data<T>());
+    forward_kernel<T>(x.kernel_data<T>(), shape.rows, shape.features, y.kernel_data<T>());
   });
   return y;
 }
@@ -65,10 +65,10 @@ Tensor softmax_backward(const Tensor& dy, const Tensor& y) {
   const char* op = "softmax_backward";
   cpu::check_output_grad(dy, y, op);
   const op_checks::RowShape shape = op_checks::feature_rows(y, op);
-  Tensor dx(y.shape(), y.dtype());
+  Tensor dx(y.shape(), y.dtype(), y.device());
   cpu::dispatch_float(y, op, [&](auto zero) {
     using T = decltype(zero);
-    backward_kernel<T>(dy.data<T>(), y.data<T>(), shape.rows, shape.features, dx.data<T>());
+    backward_kernel<T>(dy.kernel_data<T>(), y.kernel_data<T>(), shape.rows, shape.features, dx.kernel_data<T>());
   });
   return dx;
 }

@@ -16,8 +16,8 @@ void copy_token_rows(const Tensor& src, int64_t src_tokens, int64_t from, Tensor
                      int64_t dst_tokens, int64_t to, int64_t count) {
   int64_t batch = dst.dim(0);
   size_t row_bytes = size_t(dst.dim(-1)) * dtype_size(dst.dtype());
-  const char* s = static_cast<const char*>(src.raw());
-  char* d = static_cast<char*>(dst.raw());
+  const char* s = static_cast<const char*>(src.kernel_raw());
+  char* d = static_cast<char*>(dst.kernel_raw());
   parallel_for(batch, 1, [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
       std::memcpy(d + size_t(b * dst_tokens + to) * row_bytes,
@@ -38,8 +38,8 @@ Tensor prepend_token(const Tensor& token, const Tensor& x) {
   VITUNE_CHECK(token.dtype() == x.dtype() && token.numel() == x.dim(2), "prepend_token: token ",
                token.str(), " for sequences ", x.str());
   int64_t batch = x.dim(0), n = x.dim(1), d = x.dim(2);
-  Tensor out({batch, n + 1, d}, x.dtype());
-  Tensor tokens({batch, 1, d}, x.dtype());
+  Tensor out({batch, n + 1, d}, x.dtype(), x.device());
+  Tensor tokens({batch, 1, d}, x.dtype(), x.device());
   for (int64_t b = 0; b < batch; ++b) tokens.rows(b, b + 1).copy_from(token.reshape({1, 1, d}));
   copy_token_rows(tokens, 1, 0, out, n + 1, 0, 1);
   copy_token_rows(x, n, 0, out, n + 1, 1, n);
@@ -49,7 +49,7 @@ Tensor prepend_token(const Tensor& token, const Tensor& x) {
 Tensor drop_first_token(const Tensor& x) {
   check_sequence(x, "drop_first_token");
   VITUNE_CHECK(x.dim(1) >= 1, "drop_first_token: no token in ", x.str());
-  Tensor out({x.dim(0), x.dim(1) - 1, x.dim(2)}, x.dtype());
+  Tensor out({x.dim(0), x.dim(1) - 1, x.dim(2)}, x.dtype(), x.device());
   copy_token_rows(x, x.dim(1), 1, out, x.dim(1) - 1, 0, x.dim(1) - 1);
   return out;
 }
@@ -57,7 +57,7 @@ Tensor drop_first_token(const Tensor& x) {
 Tensor select_token(const Tensor& x, int64_t index) {
   check_sequence(x, "select_token");
   VITUNE_CHECK(index >= 0 && index < x.dim(1), "select_token: token ", index, " of ", x.str());
-  Tensor out({x.dim(0), 1, x.dim(2)}, x.dtype());
+  Tensor out({x.dim(0), 1, x.dim(2)}, x.dtype(), x.device());
   copy_token_rows(x, x.dim(1), index, out, 1, 0, 1);
   return out.reshape({x.dim(0), x.dim(2)});
 }
@@ -66,7 +66,7 @@ Tensor place_token(const Tensor& y, int64_t tokens, int64_t index) {
   cpu::check_float(y, "place_token");
   VITUNE_CHECK(y.ndim() == 2 && index >= 0 && index < tokens, "place_token: ", y.str(), " at token ",
                index, " of ", tokens);
-  Tensor out = Tensor::zeros({y.dim(0), tokens, y.dim(1)}, y.dtype());
+  Tensor out = Tensor::zeros({y.dim(0), tokens, y.dim(1)}, y.dtype(), y.device());
   copy_token_rows(y.reshape({y.dim(0), 1, y.dim(1)}), 1, 0, out, tokens, index, 1);
   return out;
 }

@@ -22,14 +22,14 @@ void topk_rows(const Tensor& x, int64_t k, Tensor& values, Tensor& indices) {
   const int64_t cols = x.dim(1);
   VITUNE_CHECK(k >= 0 && k <= cols, "topk_rows: k = ", k, " outside [0, ", cols, "] for ",
                x.str());
-  values = Tensor({rows, k}, x.dtype());
-  indices = Tensor({rows, k}, DType::I64);
+  values = Tensor({rows, k}, x.dtype(), x.device());
+  indices = Tensor({rows, k}, DType::I64, x.device());
   if (rows == 0 || k == 0) return;
   cpu::dispatch_float(x, "topk_rows", [&](auto zero) {
     using T = decltype(zero);
-    const T* in = x.data<T>();
-    T* out_values = values.data<T>();
-    int64_t* out_indices = indices.data<int64_t>();
+    const T* in = x.kernel_data<T>();
+    T* out_values = values.kernel_data<T>();
+    int64_t* out_indices = indices.kernel_data<int64_t>();
     const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, cols));
     parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
       std::vector<int64_t> best;

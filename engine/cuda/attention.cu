@@ -144,7 +144,7 @@ Tensor attention_forward(const Tensor& qkv, int heads, Tensor& probs) {
   if (s.batch == 0 || s.tokens == 0) return ctx;
   dispatch_float(qkv, op, [&](auto zero) {
     using T = decltype(zero);
-    forward<T>(s, device, qkv.data<T>(), ctx.data<T>(), probs.data<T>());
+    forward<T>(s, device, qkv.kernel_data<T>(), ctx.kernel_data<T>(), probs.kernel_data<T>());
   });
   return ctx;
 }
@@ -164,8 +164,8 @@ Tensor attention_backward(const Tensor& dctx, const Tensor& qkv, const Tensor& p
   dispatch_float(qkv, op, [&](auto zero) {
     using T = decltype(zero);
     for (int64_t b = 0; b < s.batch; ++b) {
-      backward_item<T>(s, device, b, dctx.data<T>(), qkv.data<T>(), probs.data<T>(), dqkv.data<T>(),
-                       ds.data<T>());
+      backward_item<T>(s, device, b, dctx.kernel_data<T>(), qkv.kernel_data<T>(), probs.kernel_data<T>(), dqkv.kernel_data<T>(),
+                       ds.kernel_data<T>());
     }
   });
   return dqkv;

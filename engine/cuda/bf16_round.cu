@@ -50,7 +50,7 @@ Tensor round_to_bf16(const Tensor& x) {
   Tensor out(x.shape(), DType::F32, x.device());
   const int64_t n = x.numel();
   if (n == 0) return out;
-  round_kernel<<<blocks_for(n), kThreads, 0, stream(device)>>>(x.data<float>(), n, out.data<float>());
+  round_kernel<<<blocks_for(n), kThreads, 0, stream(device)>>>(x.kernel_data<float>(), n, out.kernel_data<float>());
   check_launch("round_kernel");
   return out;
 }
@@ -61,8 +61,8 @@ Tensor to_bf16_storage(const Tensor& x) {
   Tensor out(x.shape(), DType::BF16, x.device());
   const int64_t n = x.numel();
   if (n == 0) return out;
-  to_bf16_kernel<<<blocks_for(n), kThreads, 0, stream(device)>>>(x.data<float>(), n,
-                                                                  static_cast<uint16_t*>(out.raw()));
+  to_bf16_kernel<<<blocks_for(n), kThreads, 0, stream(device)>>>(x.kernel_data<float>(), n,
+                                                                  static_cast<uint16_t*>(out.kernel_raw()));
   check_launch("to_bf16_kernel");
   return out;
 }

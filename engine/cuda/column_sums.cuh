@@ -53,9 +53,9 @@ void add_column_sums(const Term& term, int64_t rows, int64_t cols, T* accumulate
   Tensor partial({chunks, cols}, DType::F64, Device::cuda(device));
   cudaStream_t s = stream(device);
   chunk_column_sums_kernel<<<blocks_for(chunks * cols), kThreads, 0, s>>>(term, rows, cols, chunks,
-                                                                          partial.data<double>());
+                                                                          partial.kernel_data<double>());
   check_launch("chunk_column_sums_kernel");
-  add_chunk_totals_kernel<T><<<blocks_for(cols), kThreads, 0, s>>>(partial.data<double>(), chunks,
+  add_chunk_totals_kernel<T><<<blocks_for(cols), kThreads, 0, s>>>(partial.kernel_data<double>(), chunks,
                                                                    cols, accumulate);
   check_launch("add_chunk_totals_kernel");
 }

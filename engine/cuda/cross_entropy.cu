@@ -107,12 +107,12 @@ double cross_entropy_forward(const Tensor& logits, const Tensor& labels, double 
   dispatch_float(logits, op, [&](auto zero) {
     using T = decltype(zero);
     forward_kernel<T><<<blocks_for(batch, 1), kRowThreads, 0, stream(device)>>>(
-        logits.data<T>(), labels.data<int64_t>(), smoothing, batch, classes, probs.data<T>(),
-        row_loss.data<double>());
+        logits.kernel_data<T>(), labels.kernel_data<int64_t>(), smoothing, batch, classes, probs.kernel_data<T>(),
+        row_loss.kernel_data<double>());
     check_launch("cross_entropy forward_kernel");
   });
   double total = 0;
-  for (double loss : read_back(row_loss.data<double>(), batch, device)) total += loss;
+  for (double loss : read_back(row_loss.kernel_data<double>(), batch, device)) total += loss;
   return total / double(batch);
 }
 
@@ -126,8 +126,8 @@ Tensor cross_entropy_backward(const Tensor& probs, const Tensor& labels, double 
   dispatch_float(probs, op, [&](auto zero) {
     using T = decltype(zero);
     backward_kernel<T><<<blocks_for(batch * classes), kThreads, 0, stream(device)>>>(
-        probs.data<T>(), labels.data<int64_t>(), smoothing, grad_scale / double(batch), batch,
-        classes, dlogits.data<T>());
+        probs.kernel_data<T>(), labels.kernel_data<int64_t>(), smoothing, grad_scale / double(batch), batch,
+        classes, dlogits.kernel_data<T>());
     check_launch("cross_entropy backward_kernel");
   });
   return dlogits;

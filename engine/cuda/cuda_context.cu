@@ -5,7 +5,8 @@
 
 #include "engine/cpu/check.h"
 #include "engine/cuda/cuda_context.h"
-#include "engine/cuda/device_memory.h"
+#include "engine/device_memory.h"
+#include "engine/devices.h"
 #include "engine/error.h"
 
 namespace vitune::cuda {

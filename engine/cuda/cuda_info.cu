@@ -1,9 +1,9 @@
-// Device discovery through the CUDA runtime.
+// Device discovery through the CUDA runtime (the vitune::cuda part of engine/devices.h).
 #include <cuda_runtime.h>
 
 #include <cstdio>
 
-#include "engine/cuda/cuda_info.h"
+#include "engine/devices.h"
 
 namespace vitune::cuda {
 

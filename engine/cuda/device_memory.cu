@@ -11,7 +11,7 @@
 
 #include "engine/allocator.h"
 #include "engine/cuda/cuda_context.h"
-#include "engine/cuda/device_memory.h"
+#include "engine/device_memory.h"
 #include "engine/error.h"
 
 namespace vitune::cuda {

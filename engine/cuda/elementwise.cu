@@ -74,8 +74,8 @@ Tensor map2(const Tensor& a, const Tensor& b, const char* op, Combine combine) {
   if (n == 0) return out;
   dispatch_float(a, op, [&](auto zero) {
     using T = decltype(zero);
-    map2_kernel<T><<<blocks_for(n), kThreads, 0, stream(device)>>>(a.data<T>(), b.data<T>(),
-                                                                   out.data<T>(), n, combine);
+    map2_kernel<T><<<blocks_for(n), kThreads, 0, stream(device)>>>(a.kernel_data<T>(), b.kernel_data<T>(),
+                                                                   out.kernel_data<T>(), n, combine);
     check_launch("map2_kernel");
   });
   return out;
@@ -96,8 +96,8 @@ Tensor scale(const Tensor& a, double factor) {
   if (n == 0) return out;
   dispatch_float(a, op, [&](auto zero) {
     using T = decltype(zero);
-    scale_kernel<T><<<blocks_for(n), kThreads, 0, stream(device)>>>(a.data<T>(), T(factor),
-                                                                    out.data<T>(), n);
+    scale_kernel<T><<<blocks_for(n), kThreads, 0, stream(device)>>>(a.kernel_data<T>(), T(factor),
+                                                                    out.kernel_data<T>(), n);
     check_launch("scale_kernel");
   });
   return out;
@@ -110,8 +110,8 @@ void axpy(double alpha, const Tensor& x, Tensor& y) {
   if (n == 0) return;
   dispatch_float(x, op, [&](auto zero) {
     using T = decltype(zero);
-    axpy_kernel<T><<<blocks_for(n), kThreads, 0, stream(device)>>>(T(alpha), x.data<T>(),
-                                                                   y.data<T>(), n);
+    axpy_kernel<T><<<blocks_for(n), kThreads, 0, stream(device)>>>(T(alpha), x.kernel_data<T>(),
+                                                                   y.kernel_data<T>(), n);
     check_launch("axpy_kernel");
   });
 }
@@ -127,7 +127,7 @@ void add_row_broadcast(Tensor& x, const Tensor& row) {
   dispatch_float(x, op, [&](auto zero) {
     using T = decltype(zero);
     add_row_broadcast_kernel<T><<<blocks_for(n), kThreads, 0, stream(device)>>>(
-        x.data<T>(), row.data<T>(), cols, n);
+        x.kernel_data<T>(), row.kernel_data<T>(), cols, n);
     check_launch("add_row_broadcast_kernel");
   });
 }

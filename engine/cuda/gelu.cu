@@ -57,7 +57,7 @@ Tensor gelu_forward(const Tensor& x) {
   if (n == 0) return y;
   dispatch_float(x, op, [&](auto zero) {
     using T = decltype(zero);
-    forward_kernel<T><<<blocks_for(n), kThreads, 0, stream(device)>>>(x.data<T>(), n, y.data<T>());
+    forward_kernel<T><<<blocks_for(n), kThreads, 0, stream(device)>>>(x.kernel_data<T>(), n, y.kernel_data<T>());
     check_launch("gelu forward_kernel");
   });
   return y;
@@ -73,8 +73,8 @@ Tensor gelu_backward(const Tensor& dy, const Tensor& x) {
   if (n == 0) return dx;
   dispatch_float(x, op, [&](auto zero) {
     using T = decltype(zero);
-    backward_kernel<T><<<blocks_for(n), kThreads, 0, stream(device)>>>(dy.data<T>(), x.data<T>(),
-                                                                       n, dx.data<T>());
+    backward_kernel<T><<<blocks_for(n), kThreads, 0, stream(device)>>>(dy.kernel_data<T>(), x.kernel_data<T>(),
+                                                                       n, dx.kernel_data<T>());
     check_launch("gelu backward_kernel");
   });
   return dx;

@@ -78,7 +78,7 @@ void bf16_products(int device, bool trans_a, bool trans_b, GemmShape s, float al
                    const Tensor& b, float beta, Tensor& c, int64_t batch, const char* op) {
   if (s.m == 0 || s.n == 0 || batch == 0) return;
   if (s.k == 0) {
-    scale_output(device, c.data<float>(), batch * s.m * s.n, beta);
+    scale_output(device, c.kernel_data<float>(), batch * s.m * s.n, beta);
     return;
   }
   const Tensor a16 = to_bf16_storage(a), b16 = to_bf16_storage(b);
@@ -88,8 +88,8 @@ void bf16_products(int device, bool trans_a, bool trans_b, GemmShape s, float al
   // Column-major, as in row_major_gemm: C^T [n, m] = op(B)^T [n, k] op(A)^T [k, m].
   VITUNE_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
       cublas(device), op_b, op_a, cublas_int(s.n, "n", op), cublas_int(s.m, "m", op), cublas_int(s.k, "k", op),
-      &alpha, b16.raw(), CUDA_R_16BF, cublas_int(ldb, "ldb", op), static_cast<long long>(s.k * s.n), a16.raw(),
-      CUDA_R_16BF, cublas_int(lda, "lda", op), static_cast<long long>(s.m * s.k), &beta, c.raw(), CUDA_R_32F,
+      &alpha, b16.kernel_raw(), CUDA_R_16BF, cublas_int(ldb, "ldb", op), static_cast<long long>(s.k * s.n), a16.kernel_raw(),
+      CUDA_R_16BF, cublas_int(lda, "lda", op), static_cast<long long>(s.m * s.k), &beta, c.kernel_raw(), CUDA_R_32F,
       cublas_int(ldc, "ldc", op), static_cast<long long>(s.m * s.n), cublas_int(batch, "batch", op),
       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
@@ -107,7 +107,7 @@ void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tenso
   const int device = a.device().index;
   dispatch_float(a, "gemm", [&](auto zero) {
     using T = decltype(zero);
-    dense_products<T>(device, trans_a, trans_b, s, T(alpha), a.data<T>(), b.data<T>(), T(beta), c.data<T>(),
+    dense_products<T>(device, trans_a, trans_b, s, T(alpha), a.kernel_data<T>(), b.kernel_data<T>(), T(beta), c.kernel_data<T>(),
                       1, "gemm");
   });
 }
@@ -123,7 +123,7 @@ void gemm_batched(bool trans_a, bool trans_b, double alpha, const Tensor& a, con
   const int device = a.device().index;
   dispatch_float(a, op, [&](auto zero) {
     using T = decltype(zero);
-    dense_products<T>(device, trans_a, trans_b, s, T(alpha), a.data<T>(), b.data<T>(), T(beta), c.data<T>(),
+    dense_products<T>(device, trans_a, trans_b, s, T(alpha), a.kernel_data<T>(), b.kernel_data<T>(), T(beta), c.kernel_data<T>(),
                       stack, op);
   });
 }

@@ -65,21 +65,21 @@ IndexRuns sort_by_index(const Tensor& indices, int64_t numel, const char* op) {
   cudaStream_t s = stream(device.index);
   VITUNE_CHECK(count <= INT_MAX, op, ": ", count, " indices are more than the sort handles (2^31 - 1)");
   Tensor order({count}, DType::I64, device);
-  iota_kernel<<<blocks_for(count), kThreads, 0, s>>>(order.data<int64_t>(), count);
+  iota_kernel<<<blocks_for(count), kThreads, 0, s>>>(order.kernel_data<int64_t>(), count);
   check_launch("iota_kernel");
   IndexRuns runs{Tensor({count}, DType::I64, device), Tensor({count}, DType::I64, device)};
   // Every index lies in [0, numel): only the low bits that can differ take part.
   int bits = 1;
   while (bits < 63 && (int64_t(1) << bits) < numel) ++bits;
-  const int64_t* keys_in = indices.data<int64_t>();
-  int64_t* keys_out = runs.sorted_keys.data<int64_t>();
-  const int64_t* values_in = order.data<int64_t>();
-  int64_t* values_out = runs.positions.data<int64_t>();
+  const int64_t* keys_in = indices.kernel_data<int64_t>();
+  int64_t* keys_out = runs.sorted_keys.kernel_data<int64_t>();
+  const int64_t* values_in = order.kernel_data<int64_t>();
+  int64_t* values_out = runs.positions.kernel_data<int64_t>();
   size_t scratch_bytes = 0;
   VITUNE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, scratch_bytes, keys_in, keys_out, values_in,
                                                     values_out, int(count), 0, bits, s));
   Tensor scratch({int64_t(scratch_bytes > 0 ? scratch_bytes : 1)}, DType::U8, device);
-  VITUNE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(scratch.raw(), scratch_bytes, keys_in, keys_out, values_in,
+  VITUNE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(scratch.kernel_raw(), scratch_bytes, keys_in, keys_out, values_in,
                                                     values_out, int(count), 0, bits, s));
   return runs;
 }
@@ -122,9 +122,9 @@ Tensor gather(const Tensor& x, const Tensor& indices) {
   cudaStream_t s = stream(x.device().index);
   op_checks::dispatch_width(x.dtype(), [&](auto zero) {
     using W = decltype(zero);
-    gather_kernel<W><<<blocks_for(count), kThreads, 0, s>>>(static_cast<const W*>(x.raw()),
-                                                            indices.data<int64_t>(), count,
-                                                            static_cast<W*>(out.raw()));
+    gather_kernel<W><<<blocks_for(count), kThreads, 0, s>>>(static_cast<const W*>(x.kernel_raw()),
+                                                            indices.kernel_data<int64_t>(), count,
+                                                            static_cast<W*>(out.kernel_raw()));
     check_launch("gather_kernel");
   });
   return out;
@@ -139,8 +139,8 @@ void scatter(Tensor& x, const Tensor& indices, const Tensor& values) {
   op_checks::dispatch_width(x.dtype(), [&](auto zero) {
     using W = decltype(zero);
     scatter_runs_kernel<W><<<blocks_for(count), kThreads, 0, s>>>(
-        runs.sorted_keys.data<int64_t>(), runs.positions.data<int64_t>(), count,
-        static_cast<const W*>(values.raw()), static_cast<W*>(x.raw()));
+        runs.sorted_keys.kernel_data<int64_t>(), runs.positions.kernel_data<int64_t>(), count,
+        static_cast<const W*>(values.kernel_raw()), static_cast<W*>(x.kernel_raw()));
     check_launch("scatter_runs_kernel");
   });
 }
@@ -155,8 +155,8 @@ void scatter_add(Tensor& x, const Tensor& indices, const Tensor& values) {
   dispatch_float(x, "scatter_add", [&](auto zero) {
     using T = decltype(zero);
     scatter_add_runs_kernel<T><<<blocks_for(count), kThreads, 0, s>>>(
-        runs.sorted_keys.data<int64_t>(), runs.positions.data<int64_t>(), count, values.data<T>(),
-        x.data<T>());
+        runs.sorted_keys.kernel_data<int64_t>(), runs.positions.kernel_data<int64_t>(), count, values.kernel_data<T>(),
+        x.kernel_data<T>());
     check_launch("scatter_add_runs_kernel");
   });
 }

@@ -30,9 +30,9 @@ int64_t first_bad_index(const Tensor& indices, int64_t limit, bool strictly_incr
   const int device = indices.device().index;
   cudaStream_t s = stream(device);
   Tensor first_bad({1}, DType::I64, indices.device());
-  auto* first = static_cast<unsigned long long*>(first_bad.raw());
+  auto* first = static_cast<unsigned long long*>(first_bad.kernel_raw());
   VITUNE_CUDA_CHECK(cudaMemsetAsync(first, 0xff, sizeof(unsigned long long), s));
-  first_bad_index_kernel<<<blocks_for(count), kThreads, 0, s>>>(indices.data<int64_t>(), count, limit,
+  first_bad_index_kernel<<<blocks_for(count), kThreads, 0, s>>>(indices.kernel_data<int64_t>(), count, limit,
                                                                   strictly_increasing, first);
   check_launch("first_bad_index_kernel");
   unsigned long long host = 0;
@@ -44,7 +44,7 @@ int64_t first_bad_index(const Tensor& indices, int64_t limit, bool strictly_incr
 int64_t index_at(const Tensor& indices, int64_t position) {
   cudaStream_t s = stream(indices.device().index);
   int64_t host = 0;
-  VITUNE_CUDA_CHECK(cudaMemcpyAsync(&host, indices.data<int64_t>() + position, sizeof(host),
+  VITUNE_CUDA_CHECK(cudaMemcpyAsync(&host, indices.kernel_data<int64_t>() + position, sizeof(host),
                                     cudaMemcpyDeviceToHost, s));
   VITUNE_CUDA_CHECK(cudaStreamSynchronize(s));
   return host;

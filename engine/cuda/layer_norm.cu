@@ -109,8 +109,8 @@ Tensor layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& b
   dispatch_float(x, op, [&](auto zero) {
     using T = decltype(zero);
     forward_kernel<T><<<blocks_for(rows, 1), kRowThreads, 0, stream(device)>>>(
-        x.data<T>(), weight.data<T>(), bias.data<T>(), eps, rows, features, y.data<T>(),
-        mean.data<T>(), rstd.data<T>());
+        x.kernel_data<T>(), weight.kernel_data<T>(), bias.kernel_data<T>(), eps, rows, features, y.kernel_data<T>(),
+        mean.kernel_data<T>(), rstd.kernel_data<T>());
     check_launch("layer_norm forward_kernel");
   });
   return y;
@@ -150,18 +150,18 @@ void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight
     // The parameter gradients go first: they still read dy and x, which dx may share
     // (the stream runs the kernels in this order).
     if (dweight) {
-      add_column_sums(WeightGradTerm<T>{dy.data<T>(), x.data<T>(), mean.data<T>(), rstd.data<T>(),
+      add_column_sums(WeightGradTerm<T>{dy.kernel_data<T>(), x.kernel_data<T>(), mean.kernel_data<T>(), rstd.kernel_data<T>(),
                                         features},
-                      rows, features, dweight->data<T>(), device);
+                      rows, features, dweight->kernel_data<T>(), device);
     }
     if (dbias) {
-      add_column_sums(BiasGradTerm<T>{dy.data<T>(), features}, rows, features, dbias->data<T>(),
+      add_column_sums(BiasGradTerm<T>{dy.kernel_data<T>(), features}, rows, features, dbias->kernel_data<T>(),
                       device);
     }
     if (dx) {
       input_grad_kernel<T><<<blocks_for(rows, 1), kRowThreads, 0, s>>>(
-          dy.data<T>(), x.data<T>(), weight.data<T>(), mean.data<T>(), rstd.data<T>(), rows,
-          features, dx->data<T>());
+          dy.kernel_data<T>(), x.kernel_data<T>(), weight.kernel_data<T>(), mean.kernel_data<T>(), rstd.kernel_data<T>(), rows,
+          features, dx->kernel_data<T>());
       check_launch("layer_norm input_grad_kernel");
     }
   });

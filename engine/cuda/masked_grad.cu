@@ -112,17 +112,17 @@ void masked_weight_grad(const Tensor& dy, const Tensor& x, const Tensor& indices
     for (int64_t t0 = 0; t0 < tokens; t0 += chunk) {
       const int64_t n = std::min(chunk, tokens - t0);
       transpose_kernel<T><<<blocks_for(n * out_features), kThreads, 0, s>>>(
-          dy.data<T>() + t0 * out_features, n, out_features, dy_t.data<T>());
+          dy.kernel_data<T>() + t0 * out_features, n, out_features, dy_t.kernel_data<T>());
       check_launch("transpose_kernel");
       transpose_kernel<T><<<blocks_for(n * in_features), kThreads, 0, s>>>(
-          x.data<T>() + t0 * in_features, n, in_features, x_t.data<T>());
+          x.kernel_data<T>() + t0 * in_features, n, in_features, x_t.kernel_data<T>());
       check_launch("transpose_kernel");
       masked_sum_kernel<T><<<sum_blocks, kWarpsPerBlock * 32, 0, s>>>(
-          dy_t.data<T>(), x_t.data<T>(), n, indices.data<int64_t>(), selected, in_features, sums.data<double>());
+          dy_t.kernel_data<T>(), x_t.kernel_data<T>(), n, indices.kernel_data<int64_t>(), selected, in_features, sums.kernel_data<double>());
       check_launch("masked_sum_kernel");
     }
-    add_sums_kernel<T><<<blocks_for(selected), kThreads, 0, s>>>(sums.data<double>(), selected,
-                                                                   accumulate.data<T>());
+    add_sums_kernel<T><<<blocks_for(selected), kThreads, 0, s>>>(sums.kernel_data<double>(), selected,
+                                                                   accumulate.kernel_data<T>());
     check_launch("add_sums_kernel");
   });
 }

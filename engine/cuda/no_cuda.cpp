@@ -1,7 +1,7 @@
 // The CUDA backend of a build without nvcc: there is never a device, and every request
 // for device memory or a transfer is refused with an error that says why.
-#include "engine/cuda/cuda_info.h"
-#include "engine/cuda/device_memory.h"
+#include "engine/devices.h"
+#include "engine/device_memory.h"
 #include "engine/error.h"
 
 namespace vitune::cuda {

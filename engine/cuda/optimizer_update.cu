@@ -53,8 +53,8 @@ void sgd_update(Tensor& value, const Tensor* indices, const Tensor& grad, Tensor
   const int64_t count = grad.numel();
   if (count == 0) return;
   sgd_kernel<<<blocks_for(count), kThreads, 0, stream(device)>>>(
-      value.data<float>(), indices ? indices->data<int64_t>() : nullptr, grad.data<float>(),
-      momentum_buffer ? momentum_buffer->data<float>() : nullptr, count, update);
+      value.kernel_data<float>(), indices ? indices->kernel_data<int64_t>() : nullptr, grad.kernel_data<float>(),
+      momentum_buffer ? momentum_buffer->kernel_data<float>() : nullptr, count, update);
   check_launch("sgd_kernel");
 }
 
@@ -65,8 +65,8 @@ void adamw_update(Tensor& value, const Tensor* indices, const Tensor& grad, Tens
   const int64_t count = grad.numel();
   if (count == 0) return;
   adamw_kernel<<<blocks_for(count), kThreads, 0, stream(device)>>>(
-      value.data<float>(), indices ? indices->data<int64_t>() : nullptr, grad.data<float>(),
-      m.data<float>(), v.data<float>(), count, update);
+      value.kernel_data<float>(), indices ? indices->kernel_data<int64_t>() : nullptr, grad.kernel_data<float>(),
+      m.kernel_data<float>(), v.kernel_data<float>(), count, update);
   check_launch("adamw_kernel");
 }
 

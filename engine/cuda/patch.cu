@@ -57,7 +57,7 @@ Tensor patchify(const Tensor& images, int patch) {
   cudaStream_t s = stream(images.device().index);
   dispatch_float(images, "patchify", [&](auto zero) {
     using T = decltype(zero);
-    patchify_kernel<T><<<blocks_for(count), kThreads, 0, s>>>(g, images.data<T>(), patches.data<T>(), count);
+    patchify_kernel<T><<<blocks_for(count), kThreads, 0, s>>>(g, images.kernel_data<T>(), patches.kernel_data<T>(), count);
     check_launch("patchify_kernel");
   });
   return patches;
@@ -75,7 +75,7 @@ Tensor unpatchify(const Tensor& patches, const Shape& image_shape, int patch) {
   cudaStream_t s = stream(patches.device().index);
   dispatch_float(patches, "unpatchify", [&](auto zero) {
     using T = decltype(zero);
-    unpatchify_kernel<T><<<blocks_for(count), kThreads, 0, s>>>(g, patches.data<T>(), images.data<T>(), count);
+    unpatchify_kernel<T><<<blocks_for(count), kThreads, 0, s>>>(g, patches.kernel_data<T>(), images.kernel_data<T>(), count);
     check_launch("unpatchify_kernel");
   });
   return images;

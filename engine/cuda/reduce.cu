@@ -89,12 +89,12 @@ double blocked_sum(const Tensor& x, const char* op, Term term) {
   dispatch_float(x, op, [&](auto zero) {
     using T = decltype(zero);
     block_totals_kernel<T><<<blocks_for(blocks, 1), kRowThreads, 0, s>>>(
-        x.data<T>(), n, blocks, term, partial.data<double>());
+        x.kernel_data<T>(), n, blocks, term, partial.kernel_data<double>());
     check_launch("block_totals_kernel");
   });
-  total_kernel<<<1, kRowThreads, 0, s>>>(partial.data<double>(), blocks, total.data<double>());
+  total_kernel<<<1, kRowThreads, 0, s>>>(partial.kernel_data<double>(), blocks, total.kernel_data<double>());
   check_launch("total_kernel");
-  return read_back(total.data<double>(), device);
+  return read_back(total.kernel_data<double>(), device);
 }
 
 }  // namespace
@@ -109,7 +109,7 @@ void sum_rows_into(const Tensor& x, Tensor& accumulate) {
   const int64_t rows = x.numel() / cols;
   dispatch_float(x, op, [&](auto zero) {
     using T = decltype(zero);
-    add_column_sums(ValueTerm<T>{x.data<T>(), cols}, rows, cols, accumulate.data<T>(), device);
+    add_column_sums(ValueTerm<T>{x.kernel_data<T>(), cols}, rows, cols, accumulate.kernel_data<T>(), device);
   });
 }
 
@@ -127,10 +127,10 @@ bool all_finite(const Tensor& x) {
   dispatch_float(x, op, [&](auto zero) {
     using T = decltype(zero);
     find_nonfinite_kernel<T><<<blocks_for(n), kThreads, 0, stream(device)>>>(
-        x.data<T>(), n, found.data<int32_t>());
+        x.kernel_data<T>(), n, found.kernel_data<int32_t>());
     check_launch("find_nonfinite_kernel");
   });
-  return read_back(found.data<int32_t>(), device) == 0;
+  return read_back(found.kernel_data<int32_t>(), device) == 0;
 }
 
 }  // namespace vitune::cuda

@@ -67,7 +67,7 @@ Tensor softmax_forward(const Tensor& x) {
   dispatch_float(x, op, [&](auto zero) {
     using T = decltype(zero);
     forward_kernel<T><<<blocks_for(rows, 1), kRowThreads, 0, stream(device)>>>(
-        x.data<T>(), rows, features, y.data<T>());
+        x.kernel_data<T>(), rows, features, y.kernel_data<T>());
     check_launch("softmax forward_kernel");
   });
   return y;
@@ -85,7 +85,7 @@ Tensor softmax_backward(const Tensor& dy, const Tensor& y) {
   dispatch_float(y, op, [&](auto zero) {
     using T = decltype(zero);
     backward_kernel<T><<<blocks_for(rows, 1), kRowThreads, 0, stream(device)>>>(
-        dy.data<T>(), y.data<T>(), rows, features, dx.data<T>());
+        dy.kernel_data<T>(), y.kernel_data<T>(), rows, features, dx.kernel_data<T>());
     check_launch("softmax backward_kernel");
   });
   return dx;

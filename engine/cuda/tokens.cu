@@ -38,7 +38,7 @@ void copy_token_rows(const Tensor& src, int64_t src_tokens, int64_t from, Tensor
   dispatch_float(dst, op, [&](auto zero) {
     using T = decltype(zero);
     copy_token_rows_kernel<T><<<blocks_for(total), kThreads, 0, s>>>(
-        src.data<T>(), src_tokens * dim, from, dst.data<T>(), dst_tokens, to, batch, count, dim);
+        src.kernel_data<T>(), src_tokens * dim, from, dst.kernel_data<T>(), dst_tokens, to, batch, count, dim);
     check_launch("copy_token_rows_kernel");
   });
 }

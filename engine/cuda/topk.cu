@@ -170,12 +170,12 @@ void topk_rows(const Tensor& x, int64_t k, Tensor& values, Tensor& indices) {
     if (cols <= kSortCapacity) {
       const int padded = padded_length(cols);
       const size_t shared = size_t(padded) * (sizeof(T) + sizeof(int));
-      topk_sort_kernel<T><<<row_blocks(rows), kSortThreads, shared, s>>>(x.data<T>(), rows, cols, k, padded,
-                                                                         values.data<T>(), indices.data<int64_t>());
+      topk_sort_kernel<T><<<row_blocks(rows), kSortThreads, shared, s>>>(x.kernel_data<T>(), rows, cols, k, padded,
+                                                                         values.kernel_data<T>(), indices.kernel_data<int64_t>());
       check_launch("topk_sort_kernel");
     } else {
-      topk_select_kernel<T><<<row_blocks(rows), kSelectThreads, 0, s>>>(x.data<T>(), rows, cols, k,
-                                                                        values.data<T>(), indices.data<int64_t>());
+      topk_select_kernel<T><<<row_blocks(rows), kSelectThreads, 0, s>>>(x.kernel_data<T>(), rows, cols, k,
+                                                                        values.kernel_data<T>(), indices.kernel_data<int64_t>());
       check_launch("topk_select_kernel");
     }
   });

@@ -53,14 +53,14 @@ TEST(SupervisedContrastive, MatchesThePlainDefinitionForUnevenPositiveSets) {
   const std::vector<int64_t> labels{4, 1, 4, 9, 4, 1, 9};
   Variable features = features_input({7, 6}, 1);
   for (double temperature : {0.07, 0.3, 2.0}) {
-    Variable loss = ag::supervised_contrastive(features, Tensor::from_vector<int64_t>({7}, labels), temperature);
+    Variable loss = ag::supervised_contrastive(features, Tensor::from_vector<int64_t>({7}, labels, Device::cpu()), temperature);
     EXPECT_NEAR(loss.value().item(0), plain_supcon(features.value(), labels, temperature), 1e-11)
         << "temperature " << temperature;
   }
 }
 
 TEST(SupervisedContrastive, DependsOnlyOnTheDirectionOfEachRow) {
-  Tensor labels = Tensor::from_vector<int64_t>({4}, {0, 1, 0, 1});
+  Tensor labels = Tensor::from_vector<int64_t>({4}, {0, 1, 0, 1}, Device::cpu());
   Tensor x = random_normal({4, 3}, DType::F64, kGradcheckSeed, 2);
   Tensor scaled = x.clone();
   for (int64_t k = 0; k < 3; ++k) scaled.data<double>()[3 + k] *= 17.5;  // row 1
@@ -70,19 +70,19 @@ TEST(SupervisedContrastive, DependsOnlyOnTheDirectionOfEachRow) {
 }
 
 TEST(SupervisedContrastive, FiniteDifferencesInFloat64) {
-  Tensor two_views = Tensor::from_vector<int64_t>({6}, {2, 0, 2, 2, 0, 2});
+  Tensor two_views = Tensor::from_vector<int64_t>({6}, {2, 0, 2, 2, 0, 2}, Device::cpu());
   for (double temperature : {0.07, 0.5}) {
     // Small temperatures make the loss curved: a smaller step keeps the truncation error low.
     expect_gradients_match([&](auto& in) { return ag::supervised_contrastive(in[0], two_views, temperature); },
                            {features_input({6, 4}, 3)}, 1e-7, 1e-7, 1e-5);
   }
-  Tensor uneven = Tensor::from_vector<int64_t>({5}, {3, 3, 3, 8, 8});
+  Tensor uneven = Tensor::from_vector<int64_t>({5}, {3, 3, 3, 8, 8}, Device::cpu());
   expect_gradients_match([&](auto& in) { return ag::supervised_contrastive(in[0], uneven, 0.2); },
                          {features_input({5, 3}, 4)});
 }
 
 TEST(SupervisedContrastive, AZeroRowStaysFinite) {
-  Tensor labels = Tensor::from_vector<int64_t>({4}, {0, 1, 0, 1});
+  Tensor labels = Tensor::from_vector<int64_t>({4}, {0, 1, 0, 1}, Device::cpu());
   Tensor x = random_normal({4, 3}, DType::F64, kGradcheckSeed, 5);
   for (int64_t k = 0; k < 3; ++k) x.data<double>()[k] = 0.0;
   Variable features(x, true);
@@ -95,7 +95,7 @@ TEST(SupervisedContrastive, AZeroRowStaysFinite) {
 TEST(SupervisedContrastive, SameBitsForOneAndTwoThreads) {
   std::vector<int64_t> label_values;
   for (int64_t i = 0; i < 96; ++i) label_values.push_back((i % 48) % 7);
-  Tensor labels = Tensor::from_vector<int64_t>({96}, label_values);
+  Tensor labels = Tensor::from_vector<int64_t>({96}, label_values, Device::cpu());
   Tensor x = random_normal({96, 40}, DType::F32, kGradcheckSeed, 6);
   auto run = [&](int threads) {
     ThreadCount scope(threads);
@@ -112,16 +112,16 @@ TEST(SupervisedContrastive, SameBitsForOneAndTwoThreads) {
 
 TEST(SupervisedContrastive, RejectsBadArguments) {
   Variable x(random_normal({4, 3}, DType::F32, kGradcheckSeed, 7), true);
-  Tensor good = Tensor::from_vector<int64_t>({4}, {0, 1, 0, 1});
+  Tensor good = Tensor::from_vector<int64_t>({4}, {0, 1, 0, 1}, Device::cpu());
   // Row 3 is the only one labelled 2: it has no positive.
-  const Tensor lonely_row_3 = Tensor::from_vector<int64_t>({4}, {0, 0, 0, 2});
+  const Tensor lonely_row_3 = Tensor::from_vector<int64_t>({4}, {0, 0, 0, 2}, Device::cpu());
   EXPECT_THROW(ag::supervised_contrastive(x, lonely_row_3, 0.1), Error);
-  EXPECT_THROW(ag::supervised_contrastive(x, Tensor::from_vector<int64_t>({3}, {0, 1, 0}), 0.1), Error);
-  EXPECT_THROW(ag::supervised_contrastive(x, Tensor::from_vector<float>({4}, {0, 1, 0, 1}), 0.1), Error);
+  EXPECT_THROW(ag::supervised_contrastive(x, Tensor::from_vector<int64_t>({3}, {0, 1, 0}, Device::cpu()), 0.1), Error);
+  EXPECT_THROW(ag::supervised_contrastive(x, Tensor::from_vector<float>({4}, {0, 1, 0, 1}, Device::cpu()), 0.1), Error);
   EXPECT_THROW(ag::supervised_contrastive(x, good, 0.0), Error);
   EXPECT_THROW(ag::supervised_contrastive(x, good, NAN), Error);
   Variable one_row(random_normal({1, 3}, DType::F32, kGradcheckSeed, 8), true);
-  EXPECT_THROW(ag::supervised_contrastive(one_row, Tensor::from_vector<int64_t>({1}, {0}), 0.1), Error);
+  EXPECT_THROW(ag::supervised_contrastive(one_row, Tensor::from_vector<int64_t>({1}, {0}, Device::cpu()), 0.1), Error);
   Variable three_d(random_normal({2, 2, 3}, DType::F32, kGradcheckSeed, 9), true);
   EXPECT_THROW(ag::supervised_contrastive(three_d, good, 0.1), Error);
   try {

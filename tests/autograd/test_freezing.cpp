@@ -25,7 +25,7 @@ struct Chain {
   Variable w3{random_normal({kWidth, kWidth}, DType::F32, kSeed, 4), true, "w3"};
   Variable forward() const {
     Variable h = ag::linear(ag::linear(ag::linear(x, w1, Variable()), w2, Variable()), w3, Variable());
-    return ag::cross_entropy(h, Tensor::from_vector<int64_t>({kTokens}, {0, 1, 2, 3, 4, 5}));
+    return ag::cross_entropy(h, Tensor::from_vector<int64_t>({kTokens}, {0, 1, 2, 3, 4, 5}, Device::cpu()));
   }
   // FLOPs of the backward pass alone.
   int64_t backward_flops() const {
@@ -84,7 +84,7 @@ TEST(Freezing, MaskedWeightGetsExactlyTheSelectedEntriesOfTheDenseGradient) {
   Tensor full = dense.w2.grad();
 
   Chain masked;
-  Tensor indices = Tensor::from_vector<int64_t>({4}, {0, 9, 10, 63});
+  Tensor indices = Tensor::from_vector<int64_t>({4}, {0, 9, 10, 63}, Device::cpu());
   masked.w2.set_grad_indices(indices);
   int64_t flops = masked.backward_flops();
   ASSERT_EQ(masked.w2.grad().shape(), Shape({4}));

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <functional>
 
-#include "engine/cuda/cuda_info.h"
+#include "engine/devices.h"
 #include "nn/safetensors.h"
 #include "test_faults_support.h"
 #include "test_util.h"
@@ -79,7 +79,7 @@ TEST_F(BadInput, DeviceFlags) {
     arguments.insert(arguments.end(), extra.begin(), extra.end());
     return arguments;
   };
-  expect_error(with({"--device", "gpu"}), {"--device: expected cpu, cuda or cuda:N", "'gpu'"});
+  expect_error(with({"--device", "gpu"}), {"--device: expected cpu, emulated, cuda or cuda:N", "'gpu'"});
   expect_error(with({"--tf32"}), {"--tf32 applies to CUDA GEMMs only"});
   if (cuda::device_count() == 0) {
     expect_error(with({"--device", "cuda:0"}), {"--device cuda:0: "});
@@ -117,7 +117,7 @@ TEST_F(BadInput, SafetensorsHeaderNotJson) {
 TEST_F(BadInput, WrongDtype) {
   const std::string bad = changed_model("wrong_dtype.safetensors", [](auto& tensors) {
     for (auto& [name, tensor] : tensors) {
-      if (name == "blocks.0.norm1.weight") tensor = Tensor::zeros(tensor.shape(), DType::I32);
+      if (name == "blocks.0.norm1.weight") tensor = Tensor::zeros(tensor.shape(), DType::I32, Device::cpu());
     }
   });
   expect_eval_error(bad, {"blocks.0.norm1.weight"});
@@ -126,7 +126,7 @@ TEST_F(BadInput, WrongDtype) {
 TEST_F(BadInput, WrongShape) {
   const std::string bad = changed_model("wrong_shape.safetensors", [](auto& tensors) {
     for (auto& [name, tensor] : tensors) {
-      if (name == "blocks.0.mlp.fc1.weight") tensor = Tensor::zeros({7, 16}, DType::F32);
+      if (name == "blocks.0.mlp.fc1.weight") tensor = Tensor::zeros({7, 16}, DType::F32, Device::cpu());
     }
   });
   expect_eval_error(bad, {"blocks.0.mlp.fc1.weight"});

@@ -68,7 +68,7 @@ TEST_F(SelectionCommands, GdfpsMaskAndResultsHoldWhatTheyPromise) {
   EXPECT_EQ(mask.metadata.at("method"), "gdfps");
   EXPECT_EQ(mask.metadata.at("k"), "3");
   EXPECT_EQ(mask.fully_trainable.size(), 11u);
-  nn::LoadedVit loaded = nn::load_vit(model());
+  nn::LoadedVit loaded = nn::load_vit(model(), Device::cpu());
   peft::apply_mask(*loaded.model, mask, temp("gdfps.safetensors"));
   EXPECT_EQ(loaded.model->parameter("blocks.1.mlp.fc1.weight").trainable_count(), 128 * 3);
 }
@@ -99,7 +99,7 @@ TEST_F(SelectionCommands, RandomSelectionFollowsItsSeed) {
 }
 
 TEST_F(SelectionCommands, RefusesAnotherModelsAnchorAndMask) {
-  nn::LoadedVit other = nn::load_vit(model());
+  nn::LoadedVit other = nn::load_vit(model(), Device::cpu());
   other.model->parameter("pos_embed").mutable_value().data<float>()[0] += 1;
   nn::save_vit(temp("other.safetensors"), *other.model);
   CliResult run = run_vitune("select --method gdfps --model " + temp("other.safetensors") + " --anchor " +

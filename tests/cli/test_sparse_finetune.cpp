@@ -28,7 +28,7 @@ peft::SelectionMask tiny_mask(const nn::VisionTransformer& model) {
   std::vector<int64_t> indices;
   for (int64_t i = 2; i < model.parameter(kQkv).numel(); i += 5) indices.push_back(i);
   peft::SelectionMask mask;
-  mask.selected.emplace_back(kQkv, Tensor::from_vector<int64_t>({int64_t(indices.size())}, indices));
+  mask.selected.emplace_back(kQkv, Tensor::from_vector<int64_t>({int64_t(indices.size())}, indices, Device::cpu()));
   mask.fully_trainable = {"blocks.0.attn.qkv.bias"};
   mask.metadata = {{"method", "test"}, {"k", "0"}, {"model_hash", peft::backbone_hash(model)}};
   return mask;
@@ -46,7 +46,7 @@ void expect_results_compare_side_by_side(const nlohmann::json& results, const st
 TEST(SparseFinetune, MaskRunChangesExactlyTheSelectionAndItsDeltaRoundTrips) {
   if (!fashion_mnist_installed()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   const std::string base_path = data_path("tiny_vit.safetensors");
-  nn::LoadedVit base = nn::load_vit(base_path);
+  nn::LoadedVit base = nn::load_vit(base_path, Device::cpu());
   peft::SelectionMask mask = tiny_mask(*base.model);
   peft::save_mask(temp("mask.safetensors"), mask);
   CliResult run = run_vitune("finetune --model " + base_path + " --mask " + temp("mask.safetensors") + kRun +

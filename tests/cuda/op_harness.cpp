@@ -8,7 +8,7 @@
 #include <exception>
 #include <sstream>
 
-#include "engine/cuda/cuda_info.h"
+#include "engine/devices.h"
 #include "engine/error.h"
 #include "engine/random.h"
 
@@ -99,13 +99,13 @@ OpTolerance summed(int64_t terms) {
 }
 
 Tensor uniform(const Shape& shape, DType dtype, uint64_t stream, double low, double high) {
-  Tensor t(shape, dtype);
+  Tensor t(shape, dtype, Device::cpu());
   fill_uniform(t, kSeed, stream, low, high);
   return t;
 }
 
 Tensor index_tensor(const std::vector<int64_t>& values) {
-  return Tensor::from_vector<int64_t>({int64_t(values.size())}, values);
+  return Tensor::from_vector<int64_t>({int64_t(values.size())}, values, Device::cpu());
 }
 
 Tensor sorted_selection(int64_t n, double fraction, uint64_t stream) {

@@ -106,15 +106,15 @@ struct StepResult {
 
 StepResult one_step(Device device, bool autocast) {
   AutocastBf16Scope scope(autocast);
-  nn::VisionTransformer model(small_vit_config(3, 32, 2));
+  nn::VisionTransformer model(small_vit_config(3, 32, 2), Device::cpu());
   model.init_weights(3407);
   model.to(device);
-  Tensor images({6, 3, 8, 8});
+  Tensor images({6, 3, 8, 8}, DType::F32, Device::cpu());
   fill_normal(images, 11, 0, 0.0, 1.0);
   std::vector<int64_t> labels(6);
   for (int64_t i = 0; i < 6; ++i) labels[size_t(i)] = i % 3;
   autograd::Variable logits = model.forward(autograd::Variable(images.to(device)));
-  autograd::Variable loss = autograd::cross_entropy(logits, Tensor::from_vector<int64_t>({6}, labels).to(device), 0.1);
+  autograd::Variable loss = autograd::cross_entropy(logits, Tensor::from_vector<int64_t>({6}, labels, Device::cpu()).to(device), 0.1);
   autograd::backward(loss);
   nn::Sgd sgd(model.parameters(), {0.05, 0.9, 1e-4, false});
   sgd.step();

@@ -25,20 +25,20 @@ struct StepResult {
 };
 
 StepResult one_step(Device device) {
-  nn::VisionTransformer model(small_vit_config(3, 32, 2));
+  nn::VisionTransformer model(small_vit_config(3, 32, 2), Device::cpu());
   model.init_weights(3407);
   nn::Parameter& fc1 = model.parameter("blocks.0.mlp.fc1.weight");
   fc1.train_entries(sorted_selection(fc1.numel(), 0.25, 1));
   model.to(device);
   for (nn::Parameter* p : model.parameters()) EXPECT_EQ(p->value().device(), device) << p->name();
 
-  Tensor images({6, 3, 8, 8});
+  Tensor images({6, 3, 8, 8}, DType::F32, Device::cpu());
   fill_normal(images, 11, 0, 0.0, 1.0);
   std::vector<int64_t> labels(6);
   for (int64_t i = 0; i < 6; ++i) labels[size_t(i)] = i % 3;
   autograd::Variable logits = model.forward(autograd::Variable(images.to(device)));
   EXPECT_EQ(logits.value().device(), device);
-  autograd::Variable loss = autograd::cross_entropy(logits, Tensor::from_vector<int64_t>({6}, labels).to(device), 0.1);
+  autograd::Variable loss = autograd::cross_entropy(logits, Tensor::from_vector<int64_t>({6}, labels, Device::cpu()).to(device), 0.1);
   autograd::backward(loss);
 
   StepResult result;

@@ -463,7 +463,7 @@ TEST_F(CudaOps, TopkRefusesKOutsideTheColumns) {
 }
 
 Tensor integer_tensor(DType dtype, int64_t n) {
-  Tensor t({n}, dtype);
+  Tensor t({n}, dtype, Device::cpu());
   for (int64_t i = 0; i < n; ++i) {
     if (dtype == DType::I64) t.data<int64_t>()[i] = i * 1000003 - 5;
     if (dtype == DType::I32) t.data<int32_t>()[i] = int32_t(i * 7 - 3);

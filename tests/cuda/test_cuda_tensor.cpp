@@ -21,7 +21,7 @@ constexpr DType kAllTypes[] = {DType::F32, DType::F64, DType::I32, DType::I64, D
 // A host tensor whose bytes are random words: every bit pattern of the dtype may occur
 // (NaN payloads, subnormals, negative zero).
 Tensor random_bits(const Shape& shape, DType dtype, uint64_t stream) {
-  Tensor t(shape, dtype);
+  Tensor t(shape, dtype, Device::cpu());
   std::vector<uint32_t> words((t.nbytes() + 3) / 4);
   for (size_t i = 0; i < words.size(); i += 4) {
     PhiloxBlock block = philox(77, stream, i / 4);
@@ -121,7 +121,7 @@ TEST_F(CudaTensor, ItemToVectorAndDtypeConversionReadTheDevice) {
   Tensor as_f32 = on_gpu.to(DType::F32);
   EXPECT_EQ(as_f32.device(), gpu());
   EXPECT_TRUE(bitwise_equal(as_f32.to(Device::cpu()), host.to(DType::F32)));
-  Tensor labels = Tensor::from_vector<int64_t>({4}, {3, -1, int64_t(1) << 40, 0}).to(gpu());
+  Tensor labels = Tensor::from_vector<int64_t>({4}, {3, -1, int64_t(1) << 40, 0}, Device::cpu()).to(gpu());
   EXPECT_EQ(labels.to_vector<int64_t>(), (std::vector<int64_t>{3, -1, int64_t(1) << 40, 0}));
 }
 

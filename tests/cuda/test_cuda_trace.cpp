@@ -18,7 +18,7 @@ class CudaTrace : public CudaTest {};
 // The tiny ViT moved to the GPU, its batch of images and labels on the GPU, and the
 // PyTorch trace.
 struct GpuTinyVit {
-  nn::LoadedVit loaded = nn::load_vit(data_path("tiny_vit.safetensors"));
+  nn::LoadedVit loaded = nn::load_vit(data_path("tiny_vit.safetensors"), Device::cpu());
   nn::SafetensorsFile batch = nn::read_safetensors(data_path("tiny_images.safetensors"));
   nn::SafetensorsFile golden = nn::read_safetensors(data_path("tiny_trace.safetensors"));
 

@@ -25,7 +25,7 @@ inline std::map<std::string, Tensor> read_golden(const std::string& path) {
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") continue;
     const std::string dtype = entry.at("dtype");
-    Tensor tensor(entry.at("shape").get<Shape>(), dtype == "F32" ? DType::F32 : DType::I64);
+    Tensor tensor(entry.at("shape").get<Shape>(), dtype == "F32" ? DType::F32 : DType::I64, Device::cpu());
     if (dtype != "F32" && dtype != "I64") throw std::runtime_error(path + ": dtype " + dtype);
     const size_t begin = entry.at("data_offsets")[0];
     std::memcpy(tensor.raw(), data + begin, tensor.nbytes());

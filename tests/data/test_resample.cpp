@@ -16,8 +16,7 @@ using vitune::testing::tensors_close;
 
 // float planes -> f32 tensor [C, H, W]
 Tensor as_tensor(const FloatImage& image) {
-  return Tensor::from_vector<float>({image.channels, image.height, image.width},
-                                    std::vector<float>(image.values.begin(), image.values.end()));
+  return Tensor::from_vector<float>({image.channels, image.height, image.width}, std::vector<float>(image.values.begin(), image.values.end()), Device::cpu());
 }
 
 FloatImage from_values(int channels, int height, int width, const std::vector<float>& values) {
@@ -36,7 +35,7 @@ TEST(Resample, Bilinear2x2To4x4MatchesHandValues) {
   const Tensor expected = Tensor::from_vector<float>({1, 4, 4}, {0.0f, 0.25f, 0.75f, 1.0f,       //
                                                                  0.1f, 0.3125f, 0.7375f, 0.95f,  //
                                                                  0.3f, 0.4375f, 0.7125f, 0.85f,  //
-                                                                 0.4f, 0.5f, 0.7f, 0.8f});
+                                                                 0.4f, 0.5f, 0.7f, 0.8f}, Device::cpu());
   EXPECT_TRUE(tensors_close(as_tensor(out), expected, kResizeTolerance, "bilinear 2x2 -> 4x4"));
 }
 
@@ -49,7 +48,7 @@ TEST(Resample, BicubicOneRowMatchesHandValues) {
   const double w0 = -0.09375, w1 = 0.59375;
   const Tensor expected =
       Tensor::from_vector<float>({1, 1, 2}, {float(w0 * 0.1 + w1 * 0.1 + w1 * 0.2 + w0 * 0.6),
-                                             float(w0 * 0.2 + w1 * 0.6 + w1 * 1.0 + w0 * 1.0)});
+                                             float(w0 * 0.2 + w1 * 0.6 + w1 * 1.0 + w0 * 1.0)}, Device::cpu());
   EXPECT_TRUE(tensors_close(as_tensor(out), expected, kResizeTolerance, "bicubic 1x4 -> 1x2"));
 }
 

@@ -218,7 +218,7 @@ TEST(EvalTransform, ResizesCropsConvertsAndNormalises) {
       }
     }
   }
-  EXPECT_TRUE(tensors_close(out, Tensor::from_vector<float>({3, 4, 4}, expected), kTight, "eval"));
+  EXPECT_TRUE(tensors_close(out, Tensor::from_vector<float>({3, 4, 4}, expected, Device::cpu()), kTight, "eval"));
 }
 
 TEST(TrainTransform, IsAPureFunctionOfSeedEpochAndExample) {

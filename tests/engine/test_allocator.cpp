@@ -19,7 +19,7 @@ TEST(Allocator, CurrentAndPeakFollowTensorsAndResetPeakStartsAPhase) {
   MemoryStats before = memory_stats(Device::cpu());
   reset_peak_memory(Device::cpu());
   {
-    Tensor a({1000}), b({500});
+    Tensor a({1000}, DType::F32, Device::cpu()), b({500}, DType::F32, Device::cpu());
     EXPECT_EQ(memory_stats(Device::cpu()).current_bytes, before.current_bytes + 6000);
   }
   MemoryStats after = memory_stats(Device::cpu());

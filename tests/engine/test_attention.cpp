@@ -105,9 +105,9 @@ Reference reference(const Dims& s, const Tensor& qkv_t, const Tensor& dctx_t) {
       }
     }
   }
-  return {Tensor::from_vector(dctx_t.shape(), ctx),
-          Tensor::from_vector({s.batch, s.heads, n, n}, probs),
-          Tensor::from_vector(qkv_t.shape(), dqkv)};
+  return {Tensor::from_vector(dctx_t.shape(), ctx, vitune::Device::cpu()),
+          Tensor::from_vector({s.batch, s.heads, n, n}, probs, vitune::Device::cpu()),
+          Tensor::from_vector(qkv_t.shape(), dqkv, vitune::Device::cpu())};
 }
 
 void check_against_reference(const Dims& s, DType dtype, vitune::testing::Tolerance forward_tol,
@@ -161,7 +161,7 @@ TEST(AttentionTest, BackwardMatchesFiniteDifferencesF64) {
     for (size_t i = 0; i < xs.size(); ++i) xs[i] += t * vv[i];
     Tensor probs;
     std::vector<double> ctx =
-        values(ops::attention_forward(Tensor::from_vector(qkv.shape(), xs), int(s.heads), probs));
+        values(ops::attention_forward(Tensor::from_vector(qkv.shape(), xs, vitune::Device::cpu()), int(s.heads), probs));
     double sum = 0;
     for (size_t i = 0; i < ctx.size(); ++i) sum += dctx_v[i] * ctx[i];
     return sum;
@@ -242,18 +242,18 @@ TEST(AttentionTest, NanReachesTheOutputOfItsHead) {
 
 TEST(AttentionTest, BadShapesThrow) {
   Tensor probs;
-  EXPECT_THROW(ops::attention_forward(Tensor::zeros({2, 5, 24}), 5, probs), Error);  // 8 % 5
-  EXPECT_THROW(ops::attention_forward(Tensor::zeros({2, 5, 25}), 1, probs), Error);  // not 3*D
-  EXPECT_THROW(ops::attention_forward(Tensor::zeros({10, 24}), 2, probs), Error);    // not 3-D
-  EXPECT_THROW(ops::attention_forward(Tensor::zeros({2, 5, 24}), 0, probs), Error);
-  EXPECT_THROW(ops::attention_forward(Tensor::zeros({2, 5, 24}, DType::I64), 2, probs), Error);
+  EXPECT_THROW(ops::attention_forward(Tensor::zeros({2, 5, 24}, DType::F32, vitune::Device::cpu()), 5, probs), Error);  // 8 % 5
+  EXPECT_THROW(ops::attention_forward(Tensor::zeros({2, 5, 25}, DType::F32, vitune::Device::cpu()), 1, probs), Error);  // not 3*D
+  EXPECT_THROW(ops::attention_forward(Tensor::zeros({10, 24}, DType::F32, vitune::Device::cpu()), 2, probs), Error);    // not 3-D
+  EXPECT_THROW(ops::attention_forward(Tensor::zeros({2, 5, 24}, DType::F32, vitune::Device::cpu()), 0, probs), Error);
+  EXPECT_THROW(ops::attention_forward(Tensor::zeros({2, 5, 24}, DType::I64, vitune::Device::cpu()), 2, probs), Error);
   Tensor qkv = random_normal({2, 5, 24}, DType::F32, kSeed, 41);
   ops::attention_forward(qkv, 2, probs);
-  EXPECT_THROW(ops::attention_backward(Tensor::zeros({2, 5, 9}), qkv, probs, 2), Error);
-  EXPECT_THROW(ops::attention_backward(Tensor::zeros({2, 5, 8}, DType::F64), qkv, probs, 2), Error);
-  EXPECT_THROW(ops::attention_backward(Tensor::zeros({2, 5, 8}), qkv, probs, 4), Error);
+  EXPECT_THROW(ops::attention_backward(Tensor::zeros({2, 5, 9}, DType::F32, vitune::Device::cpu()), qkv, probs, 2), Error);
+  EXPECT_THROW(ops::attention_backward(Tensor::zeros({2, 5, 8}, DType::F64, vitune::Device::cpu()), qkv, probs, 2), Error);
+  EXPECT_THROW(ops::attention_backward(Tensor::zeros({2, 5, 8}, DType::F32, vitune::Device::cpu()), qkv, probs, 4), Error);
   try {
-    ops::attention_backward(Tensor::zeros({2, 5, 8}), qkv, Tensor::zeros({2, 2, 5, 4}), 2);
+    ops::attention_backward(Tensor::zeros({2, 5, 8}, DType::F32, vitune::Device::cpu()), qkv, Tensor::zeros({2, 2, 5, 4}, DType::F32, vitune::Device::cpu()), 2);
     ADD_FAILURE() << "a wrong probs shape was accepted";
   } catch (const Error& e) {
     const std::string message = e.what();

@@ -36,7 +36,7 @@ float float_of(uint32_t bits) {
 float scalar_round(float value) { return bf16_to_f32(f32_to_bf16(value)); }
 
 std::vector<float> rounded(const std::vector<float>& values) {
-  return ops::round_to_bf16(Tensor::from_vector<float>({int64_t(values.size())}, values)).to_vector<float>();
+  return ops::round_to_bf16(Tensor::from_vector<float>({int64_t(values.size())}, values, Device::cpu())).to_vector<float>();
 }
 
 TEST(RoundToBf16, EdgeValuesRoundLikeTheScalarConversion) {
@@ -85,7 +85,7 @@ TEST(RoundToBf16, EdgeValuesRoundLikeTheScalarConversion) {
 }
 
 TEST(RoundToBf16, RandomValuesRoundLikeTheScalarConversion) {
-  Tensor x({20000});
+  Tensor x({20000}, DType::F32, Device::cpu());
   fill_normal(x, 11, 1, 0.0, 1.0);
   float* p = x.data<float>();
   for (int64_t i = 0; i < x.numel(); ++i) p[i] *= std::ldexp(1.0f, int(i % 161) - 80);  // many exponents
@@ -101,12 +101,12 @@ TEST(RoundToBf16, RandomValuesRoundLikeTheScalarConversion) {
 }
 
 TEST(RoundToBf16, RefusesOtherDtypes) {
-  EXPECT_THROW(ops::round_to_bf16(Tensor::zeros({3}, DType::F64)), Error);
-  EXPECT_THROW(ops::round_to_bf16(Tensor::zeros({3}, DType::I64)), Error);
+  EXPECT_THROW(ops::round_to_bf16(Tensor::zeros({3}, DType::F64, Device::cpu())), Error);
+  EXPECT_THROW(ops::round_to_bf16(Tensor::zeros({3}, DType::I64, Device::cpu())), Error);
 }
 
 Tensor random_matrix(Shape shape, uint64_t stream) {
-  Tensor t(std::move(shape), DType::F32);
+  Tensor t(std::move(shape), DType::F32, Device::cpu());
   fill_normal(t, 5, stream, 0.0, 1.0);
   return t;
 }
@@ -151,9 +151,9 @@ TEST(Bf16Autocast, GemmUsesRoundedOperandsInEveryTransposeCombination) {
 
 TEST(Bf16Autocast, GemmFoldsLeadingDimensionsAndHonoursBetaZero) {
   Tensor a = random_matrix({3, 5, 40}, 4), b = random_matrix({24, 40}, 5);
-  Tensor c = Tensor::full({3, 5, 24}, std::nan(""));
+  Tensor c = Tensor::full({3, 5, 24}, std::nan(""), DType::F32, Device::cpu());
   const Tensor expected =
-      rounded_reference(false, true, 1.0, a.reshape({15, 40}), b, 0.0, Tensor::zeros({15, 24}));
+      rounded_reference(false, true, 1.0, a.reshape({15, 40}), b, 0.0, Tensor::zeros({15, 24}, DType::F32, Device::cpu()));
   {
     AutocastBf16Scope autocast;
     ops::gemm(false, true, 1.0, a, b, 0.0, c);
@@ -212,14 +212,14 @@ TEST(Bf16Autocast, ScopeRestoresThePreviousSetting) {
 
 TEST(Bf16Autocast, Float64ProductsAreNeverRounded) {
   Tensor a = random_matrix({2, 9, 31}, 9).to(DType::F64), b = random_matrix({2, 31, 7}, 10).to(DType::F64);
-  Tensor single = Tensor::zeros({9, 7}, DType::F64), stacked = Tensor::zeros({2, 9, 7}, DType::F64);
+  Tensor single = Tensor::zeros({9, 7}, DType::F64, Device::cpu()), stacked = Tensor::zeros({2, 9, 7}, DType::F64, Device::cpu());
   {
     AutocastBf16Scope autocast;
     ops::gemm(false, false, 1.0, a.rows(0, 1).reshape({9, 31}), b.rows(0, 1).reshape({31, 7}), 0.0, single);
     ops::gemm_batched(false, false, 1.0, a, b, 0.0, stacked);
   }
   for (int64_t s = 0; s < 2; ++s) {
-    Tensor exact = Tensor::zeros({9, 7}, DType::F64);
+    Tensor exact = Tensor::zeros({9, 7}, DType::F64, Device::cpu());
     ops::gemm_reference(false, false, 1.0, a.rows(s, s + 1).reshape({9, 31}), b.rows(s, s + 1).reshape({31, 7}),
                         0.0, exact);
     if (s == 0) {

@@ -30,7 +30,7 @@ constexpr uint64_t kSeed = 9;
 Tensor spread_labels(int64_t batch, int64_t classes) {
   std::vector<int64_t> labels(static_cast<size_t>(batch));
   for (int64_t b = 0; b < batch; ++b) labels[size_t(b)] = (b * 7) % classes;
-  return Tensor::from_vector({batch}, labels);
+  return Tensor::from_vector({batch}, labels, vitune::Device::cpu());
 }
 
 struct Reference {
@@ -59,8 +59,8 @@ Reference reference(const Tensor& logits_t, const Tensor& labels_t, double s, do
       dlogits[size_t(b * classes + c)] = (std::exp(logp) - target) * grad_scale / double(batch);
     }
   }
-  return {total / double(batch), Tensor::from_vector(logits_t.shape(), probs),
-          Tensor::from_vector(logits_t.shape(), dlogits)};
+  return {total / double(batch), Tensor::from_vector(logits_t.shape(), probs, vitune::Device::cpu()),
+          Tensor::from_vector(logits_t.shape(), dlogits, vitune::Device::cpu())};
 }
 
 void check_against_reference(DType dtype, double smoothing, vitune::testing::Tolerance tol) {
@@ -95,7 +95,7 @@ TEST(CrossEntropyTest, BackwardMatchesFiniteDifferencesF64) {
       std::vector<double> xs = values(logits), vs = values(v);
       for (size_t i = 0; i < xs.size(); ++i) xs[i] += t * vs[i];
       Tensor probs;
-      return grad_scale * ops::cross_entropy_forward(Tensor::from_vector(logits.shape(), xs),
+      return grad_scale * ops::cross_entropy_forward(Tensor::from_vector(logits.shape(), xs, vitune::Device::cpu()),
                                                      labels, smoothing, probs);
     };
     const double h = 1e-6;
@@ -136,7 +136,7 @@ TEST(CrossEntropyTest, ResultsDoNotDependOnThreadCount) {
 TEST(CrossEntropyTest, EqualLogitsGiveLogOfClassCount) {
   for (double smoothing : {0.0, 0.1}) {
     Tensor probs;
-    double loss = ops::cross_entropy_forward(Tensor::full({3, 10}, 42.0), spread_labels(3, 10),
+    double loss = ops::cross_entropy_forward(Tensor::full({3, 10}, 42.0, DType::F32, vitune::Device::cpu()), spread_labels(3, 10),
                                              smoothing, probs);
     EXPECT_NEAR(loss, std::log(10.0), 1e-6) << smoothing;
     for (int64_t i = 0; i < probs.numel(); ++i) EXPECT_FLOAT_EQ(float(probs.item(i)), 0.1f);
@@ -144,24 +144,24 @@ TEST(CrossEntropyTest, EqualLogitsGiveLogOfClassCount) {
 }
 
 TEST(CrossEntropyTest, HugeLogitsDoNotOverflow) {
-  Tensor logits = Tensor::from_vector<float>({2, 3}, {1e4f, 0, -1e4f, 1e4f, 0, -1e4f});
-  Tensor labels = Tensor::from_vector<int64_t>({2}, {0, 2});
+  Tensor logits = Tensor::from_vector<float>({2, 3}, {1e4f, 0, -1e4f, 1e4f, 0, -1e4f}, vitune::Device::cpu());
+  Tensor labels = Tensor::from_vector<int64_t>({2}, {0, 2}, vitune::Device::cpu());
   Tensor probs;
   // Row 0 is certain and right (loss 0), row 1 certain and wrong (loss 2e4).
   EXPECT_NEAR(ops::cross_entropy_forward(logits, labels, 0.0, probs), 1e4, 1e-6);
   // With s = 0.1 and C = 3: 0.9 (lse - x_label) + 0.1 (lse - mean x), lse = 1e4, mean x = 0.
   EXPECT_NEAR(ops::cross_entropy_forward(logits, labels, 0.1, probs), (1e3 + 19e3) / 2, 1e-6);
-  EXPECT_TRUE(tensors_close(probs, Tensor::from_vector<double>({2, 3}, {1, 0, 0, 1, 0, 0}),
+  EXPECT_TRUE(tensors_close(probs, Tensor::from_vector<double>({2, 3}, {1, 0, 0, 1, 0, 0}, vitune::Device::cpu()),
                             vitune::testing::kF32Forward, "probs"));
   Tensor dlogits = ops::cross_entropy_backward(probs, labels, 0.0, 1.0);
-  EXPECT_TRUE(tensors_close(dlogits, Tensor::from_vector<double>({2, 3}, {0, 0, 0, 0.5, 0, -0.5}),
+  EXPECT_TRUE(tensors_close(dlogits, Tensor::from_vector<double>({2, 3}, {0, 0, 0, 0.5, 0, -0.5}, vitune::Device::cpu()),
                             vitune::testing::kF32Forward, "dlogits"));
 }
 
 TEST(CrossEntropyTest, OutOfRangeLabelNamesRowAndValue) {
   Tensor logits = random_normal({4, 5}, DType::F32, kSeed, 31), probs;
   for (int64_t bad : {int64_t(5), int64_t(-1)}) {
-    Tensor labels = Tensor::from_vector<int64_t>({4}, {0, 1, bad, 3});
+    Tensor labels = Tensor::from_vector<int64_t>({4}, {0, 1, bad, 3}, vitune::Device::cpu());
     try {
       ops::cross_entropy_forward(logits, labels, 0.0, probs);
       ADD_FAILURE() << "label " << bad << " was accepted";
@@ -170,23 +170,23 @@ TEST(CrossEntropyTest, OutOfRangeLabelNamesRowAndValue) {
       EXPECT_NE(message.find("row 2"), std::string::npos) << message;
       EXPECT_NE(message.find("label " + std::to_string(bad)), std::string::npos) << message;
     }
-    EXPECT_THROW(ops::cross_entropy_backward(Tensor::full({4, 5}, 0.2), labels, 0.0, 1.0), Error);
+    EXPECT_THROW(ops::cross_entropy_backward(Tensor::full({4, 5}, 0.2, DType::F32, vitune::Device::cpu()), labels, 0.0, 1.0), Error);
   }
 }
 
 TEST(CrossEntropyTest, BadArgumentsThrow) {
   Tensor logits = random_normal({4, 5}, DType::F32, kSeed, 41), labels = spread_labels(4, 5), probs;
   EXPECT_THROW(ops::cross_entropy_forward(logits, labels.to(DType::F32), 0.0, probs), Error);
-  EXPECT_THROW(ops::cross_entropy_forward(logits, Tensor::zeros({4}, DType::I32), 0.0, probs),
+  EXPECT_THROW(ops::cross_entropy_forward(logits, Tensor::zeros({4}, DType::I32, vitune::Device::cpu()), 0.0, probs),
                Error);
   EXPECT_THROW(ops::cross_entropy_forward(logits, spread_labels(3, 5), 0.0, probs), Error);
   EXPECT_THROW(ops::cross_entropy_forward(random_normal({20}, DType::F32, kSeed, 42), labels, 0.0, probs),
                Error);
-  EXPECT_THROW(ops::cross_entropy_forward(Tensor::zeros({0, 5}), spread_labels(0, 5), 0.0, probs),
+  EXPECT_THROW(ops::cross_entropy_forward(Tensor::zeros({0, 5}, DType::F32, vitune::Device::cpu()), spread_labels(0, 5), 0.0, probs),
                Error);
   EXPECT_THROW(ops::cross_entropy_forward(logits, labels, 1.5, probs), Error);
   EXPECT_THROW(ops::cross_entropy_forward(logits, labels, -0.1, probs), Error);
-  EXPECT_THROW(ops::cross_entropy_backward(Tensor::zeros({4, 5}, DType::I64), labels, 0.0, 1.0),
+  EXPECT_THROW(ops::cross_entropy_backward(Tensor::zeros({4, 5}, DType::I64, vitune::Device::cpu()), labels, 0.0, 1.0),
                Error);
 }
 

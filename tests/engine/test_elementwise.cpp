@@ -42,7 +42,7 @@ TEST(ElementwiseTest, OpsKeepMultiDimensionalShapes) {
   Tensor a = uniform_tensor<float>({2, 3, 4}, 3, -2, 2), b = uniform_tensor<float>({2, 3, 4}, 4, -2, 2);
   EXPECT_EQ(ops::add(a, b).shape(), a.shape());
   EXPECT_EQ(ops::scale(a, 2).shape(), a.shape());
-  Tensor empty = Tensor::zeros({0, 5});
+  Tensor empty = Tensor::zeros({0, 5}, DType::F32, vitune::Device::cpu());
   EXPECT_EQ(ops::mul(empty, empty).numel(), 0);
 }
 
@@ -63,20 +63,20 @@ TEST(ElementwiseTest, AddRowBroadcastAddsTheRowToEveryRowF32) { check_row_broadc
 TEST(ElementwiseTest, AddRowBroadcastAddsTheRowToEveryRowF64) { check_row_broadcast<double>(); }
 
 TEST(ElementwiseTest, BadArgumentsThrow) {
-  Tensor a = Tensor::zeros({2, 3});
-  Tensor other_shape = Tensor::zeros({3, 2});
-  Tensor other_dtype = Tensor::zeros({2, 3}, DType::F64);
-  Tensor ints = Tensor::zeros({2, 3}, DType::I32);
+  Tensor a = Tensor::zeros({2, 3}, DType::F32, vitune::Device::cpu());
+  Tensor other_shape = Tensor::zeros({3, 2}, DType::F32, vitune::Device::cpu());
+  Tensor other_dtype = Tensor::zeros({2, 3}, DType::F64, vitune::Device::cpu());
+  Tensor ints = Tensor::zeros({2, 3}, DType::I32, vitune::Device::cpu());
   EXPECT_THROW(ops::add(a, other_shape), Error);
   EXPECT_THROW(ops::mul(a, other_dtype), Error);
   EXPECT_THROW(ops::add(ints, ints), Error);
   EXPECT_THROW(ops::scale(ints, 2), Error);
   EXPECT_THROW(ops::axpy(1, other_shape, a), Error);
   EXPECT_THROW(ops::add(a, Tensor()), Error);
-  Tensor wrong_row = Tensor::zeros({2});
+  Tensor wrong_row = Tensor::zeros({2}, DType::F32, vitune::Device::cpu());
   EXPECT_THROW(ops::add_row_broadcast(a, wrong_row), Error);
-  EXPECT_THROW(ops::add_row_broadcast(a, Tensor::zeros({1, 3})), Error);
-  EXPECT_THROW(ops::add_row_broadcast(a, Tensor::zeros({3}, DType::F64)), Error);
+  EXPECT_THROW(ops::add_row_broadcast(a, Tensor::zeros({1, 3}, DType::F32, vitune::Device::cpu())), Error);
+  EXPECT_THROW(ops::add_row_broadcast(a, Tensor::zeros({3}, DType::F64, vitune::Device::cpu())), Error);
   try {
     ops::add_row_broadcast(a, wrong_row);
   } catch (const Error& e) {

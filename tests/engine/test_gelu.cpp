@@ -38,8 +38,8 @@ void check_against_reference(DType dtype, vitune::testing::Tolerance tol) {
   }
   EXPECT_EQ(y.dtype(), dtype);
   EXPECT_EQ(dx.shape(), x.shape());
-  EXPECT_TRUE(tensors_close(y, Tensor::from_vector(x.shape(), y_ref), tol, "y"));
-  EXPECT_TRUE(tensors_close(dx, Tensor::from_vector(x.shape(), dx_ref), tol, "dx"));
+  EXPECT_TRUE(tensors_close(y, Tensor::from_vector(x.shape(), y_ref, vitune::Device::cpu()), tol, "y"));
+  EXPECT_TRUE(tensors_close(dx, Tensor::from_vector(x.shape(), dx_ref, vitune::Device::cpu()), tol, "dx"));
 }
 
 TEST(GeluTest, MatchesReferenceF32) {
@@ -51,7 +51,7 @@ TEST(GeluTest, MatchesReferenceF64) {
 }
 
 TEST(GeluTest, KnownValues) {
-  Tensor x = Tensor::from_vector<double>({5}, {0, 1, -1, 8, -8});
+  Tensor x = Tensor::from_vector<double>({5}, {0, 1, -1, 8, -8}, vitune::Device::cpu());
   Tensor y = ops::gelu_forward(x);
   // x * Phi(x) with Phi(1) = 0.8413447460685429; far in the tails, x and 0.
   EXPECT_EQ(y.item(0), 0.0);
@@ -59,7 +59,7 @@ TEST(GeluTest, KnownValues) {
   EXPECT_NEAR(y.item(2), -0.15865525393145707, 1e-15);
   EXPECT_NEAR(y.item(3), 8.0, 1e-13);
   EXPECT_NEAR(y.item(4), 0.0, 1e-13);
-  Tensor dx = ops::gelu_backward(Tensor::full({5}, 1.0, DType::F64), x);
+  Tensor dx = ops::gelu_backward(Tensor::full({5}, 1.0, DType::F64, vitune::Device::cpu()), x);
   EXPECT_EQ(dx.item(0), 0.5);  // Phi(0) + 0
   EXPECT_NEAR(dx.item(1), 0.8413447460685429 + 0.24197072451914337, 1e-15);
 }
@@ -73,7 +73,7 @@ TEST(GeluTest, BackwardMatchesFiniteDifferencesF64) {
   auto loss_along = [&](double t) {
     std::vector<double> xs = values(x);
     for (size_t i = 0; i < xs.size(); ++i) xs[i] += t * vv[i];
-    std::vector<double> y = values(ops::gelu_forward(Tensor::from_vector(x.shape(), xs)));
+    std::vector<double> y = values(ops::gelu_forward(Tensor::from_vector(x.shape(), xs, vitune::Device::cpu())));
     double sum = 0;
     for (size_t i = 0; i < y.size(); ++i) sum += dyv[i] * y[i];
     return sum;
@@ -102,7 +102,7 @@ TEST(GeluTest, ResultsDoNotDependOnThreadCount) {
 }
 
 TEST(GeluTest, BadArgumentsThrow) {
-  EXPECT_THROW(ops::gelu_forward(Tensor::zeros({4}, DType::I32)), Error);
+  EXPECT_THROW(ops::gelu_forward(Tensor::zeros({4}, DType::I32, vitune::Device::cpu())), Error);
   EXPECT_THROW(ops::gelu_forward(Tensor()), Error);
   Tensor x = random_normal({4, 3}, DType::F32, kSeed, 31);
   EXPECT_THROW(ops::gelu_backward(random_normal({3, 4}, DType::F32, kSeed, 32), x), Error);

@@ -18,7 +18,7 @@ namespace vitune::testing {
 namespace {
 
 Tensor random_matrix(Shape shape, DType dtype, uint64_t stream) {
-  Tensor t(std::move(shape), dtype);
+  Tensor t(std::move(shape), dtype, Device::cpu());
   fill_normal(t, 5, stream, 0.0, 1.0);
   return t;
 }
@@ -51,10 +51,10 @@ TEST(Gemm, LargeProductsSplitIntoPanelsMatchTheReferenceAndAnyThreadCount) {
     int64_t m = mnk[0], n = mnk[1], k = mnk[2];
     Tensor a = random_matrix({m, k}, DType::F32, 4);
     Tensor b = random_matrix({n, k}, DType::F32, 5);
-    Tensor expected({m, n});
+    Tensor expected({m, n}, DType::F32, Device::cpu());
     ops::gemm_reference(false, true, 1.0, a, b, 0.0, expected);
     int before = num_threads();
-    Tensor results[2] = {Tensor({m, n}), Tensor({m, n})};
+    Tensor results[2] = {Tensor({m, n}, DType::F32, Device::cpu()), Tensor({m, n}, DType::F32, Device::cpu())};
     for (int threads : {1, 2}) {
       set_num_threads(threads);
       ops::gemm(false, true, 1.0, a, b, 0.0, results[threads - 1]);
@@ -117,7 +117,7 @@ TEST(Gemm, Avx512KernelOnPaddedOperandsAroundItsTileAndBlockEdges) {
                                     std::to_string(k) + " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb);
           for (int64_t r = 0; r < m; ++r)
             for (int64_t j = n; j < ldc; ++j) ASSERT_TRUE(std::isnan(pc[r * ldc + j])) << where << ": padding of C written";
-          Tensor got({m, n});
+          Tensor got({m, n}, DType::F32, Device::cpu());
           for (int64_t r = 0; r < m; ++r)
             for (int64_t j = 0; j < n; ++j) got.data<float>()[r * n + j] = pc[r * ldc + j];
           if (threads == 1) {
@@ -137,9 +137,9 @@ TEST(Gemm, Avx512KernelOnPaddedOperandsAroundItsTileAndBlockEdges) {
 TEST(Gemm, LeadingDimensionsFoldIntoRows) {
   Tensor x = random_matrix({2, 3, 4}, DType::F64, 6);
   Tensor w = random_matrix({5, 4}, DType::F64, 7);
-  Tensor y({2, 3, 5}, DType::F64);
+  Tensor y({2, 3, 5}, DType::F64, Device::cpu());
   ops::gemm(false, true, 1.0, x, w, 0.0, y);
-  Tensor expected({6, 5}, DType::F64);
+  Tensor expected({6, 5}, DType::F64, Device::cpu());
   ops::gemm_reference(false, true, 1.0, x.reshape({6, 4}), w, 0.0, expected);
   EXPECT_TRUE(tensors_close(y.reshape({6, 5}), expected, kF64Exact, "folded"));
 }
@@ -150,12 +150,12 @@ TEST(Gemm, BatchedMatchesOneProductPerItem) {
       for (int64_t size : {3, 40}) {  // tiny items take the plain loop, larger ones OpenBLAS
         Tensor a = random_matrix(ta ? Shape{4, size + 1, size} : Shape{4, size, size + 1}, DType::F64, 8);
         Tensor b = random_matrix(tb ? Shape{4, size + 2, size + 1} : Shape{4, size + 1, size + 2}, DType::F64, 9);
-        Tensor c({4, size, size + 2}, DType::F64);
+        Tensor c({4, size, size + 2}, DType::F64, Device::cpu());
         ops::gemm_batched(ta, tb, 1.0, a, b, 0.0, c);
         for (int64_t i = 0; i < 4; ++i) {
           Tensor ai = a.rows(i, i + 1).reshape({a.dim(1), a.dim(2)});
           Tensor bi = b.rows(i, i + 1).reshape({b.dim(1), b.dim(2)});
-          Tensor expected({size, size + 2}, DType::F64);
+          Tensor expected({size, size + 2}, DType::F64, Device::cpu());
           ops::gemm_reference(ta, tb, 1.0, ai, bi, 0.0, expected);
           EXPECT_TRUE(tensors_close(c.rows(i, i + 1).reshape({size, size + 2}), expected, kF64Exact, "item"));
         }
@@ -165,28 +165,28 @@ TEST(Gemm, BatchedMatchesOneProductPerItem) {
 }
 
 TEST(Gemm, MismatchedShapesAndDtypesAreErrors) {
-  Tensor a({3, 4}), b({5, 6}), c({3, 6});
+  Tensor a({3, 4}, DType::F32, Device::cpu()), b({5, 6}, DType::F32, Device::cpu()), c({3, 6}, DType::F32, Device::cpu());
   EXPECT_THROW(ops::gemm(false, false, 1.0, a, b, 0.0, c), Error);
-  Tensor b64({4, 6}, DType::F64);
+  Tensor b64({4, 6}, DType::F64, Device::cpu());
   EXPECT_THROW(ops::gemm(false, false, 1.0, a, b64, 0.0, c), Error);
-  Tensor s1({2, 3, 4}), s2({3, 4, 6}), s3({2, 3, 6});
+  Tensor s1({2, 3, 4}, DType::F32, Device::cpu()), s2({3, 4, 6}, DType::F32, Device::cpu()), s3({2, 3, 6}, DType::F32, Device::cpu());
   EXPECT_THROW(ops::gemm_batched(false, false, 1.0, s1, s2, 0.0, s3), Error);
 }
 
 // K = 0: the product is empty, so C becomes beta C (no division by the zero width).
 TEST(Gemm, EmptyInnerDimensionScalesC) {
   for (DType dtype : {DType::F32, DType::F64}) {
-    Tensor a({3, 0}, dtype), b({0, 4}, dtype), c({3, 4}, dtype);
+    Tensor a({3, 0}, dtype, Device::cpu()), b({0, 4}, dtype, Device::cpu()), c({3, 4}, dtype, Device::cpu());
     c.fill(2.0);
     ops::gemm(false, false, 1.0, a, b, 0.5, c);
     for (int64_t i = 0; i < c.numel(); ++i) EXPECT_EQ(c.item(i), 1.0) << dtype_name(dtype) << " element " << i;
-    Tensor wrong({0, 5}, dtype);
+    Tensor wrong({0, 5}, dtype, Device::cpu());
     EXPECT_THROW(ops::gemm(false, false, 1.0, a, wrong, 0.0, c), Error);
   }
 }
 
 TEST(Gemm, FlopsAreCounted) {
-  Tensor a({8, 16}), b({16, 4}), c({8, 4});
+  Tensor a({8, 16}, DType::F32, Device::cpu()), b({16, 4}, DType::F32, Device::cpu()), c({8, 4}, DType::F32, Device::cpu());
   a.fill(1);
   b.fill(1);
   reset_flop_counter();

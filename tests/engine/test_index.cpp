@@ -30,13 +30,13 @@ template <typename T>
 Tensor counting_tensor(vitune::Shape shape) {
   std::vector<T> v(size_t(vitune::shape_numel(shape)));
   for (size_t i = 0; i < v.size(); ++i) v[i] = T(i) * T(0.25) - T(7);
-  return Tensor::from_vector(shape, v);
+  return Tensor::from_vector(shape, v, vitune::Device::cpu());
 }
 
 TEST(IndexTest, GatherReadsFlatIndicesIntoTheIndicesShape) {
   Tensor x = counting_tensor<float>({30, 70});
   std::vector<int64_t> idx = random_indices(50000, x.numel(), 1);
-  Tensor indices = Tensor::from_vector<int64_t>({250, 200}, idx);
+  Tensor indices = Tensor::from_vector<int64_t>({250, 200}, idx, vitune::Device::cpu());
   Tensor out = ops::gather(x, indices);
   ASSERT_EQ(out.shape(), indices.shape());
   ASSERT_EQ(out.dtype(), DType::F32);
@@ -44,21 +44,21 @@ TEST(IndexTest, GatherReadsFlatIndicesIntoTheIndicesShape) {
 }
 
 TEST(IndexTest, GatherAndScatterMoveAnyDtype) {
-  Tensor x = Tensor::from_vector<int64_t>({5}, {10, 11, 12, 13, 14});
-  Tensor indices = Tensor::from_vector<int64_t>({3}, {4, 0, 4});
+  Tensor x = Tensor::from_vector<int64_t>({5}, {10, 11, 12, 13, 14}, vitune::Device::cpu());
+  Tensor indices = Tensor::from_vector<int64_t>({3}, {4, 0, 4}, vitune::Device::cpu());
   EXPECT_EQ(ops::gather(x, indices).to_vector<int64_t>(), (std::vector<int64_t>{14, 10, 14}));
-  Tensor bytes = Tensor::from_vector<uint8_t>({4}, {1, 2, 3, 4});
-  ops::scatter(bytes, Tensor::from_vector<int64_t>({2}, {3, 0}),
-               Tensor::from_vector<uint8_t>({2}, {9, 8}));
+  Tensor bytes = Tensor::from_vector<uint8_t>({4}, {1, 2, 3, 4}, vitune::Device::cpu());
+  ops::scatter(bytes, Tensor::from_vector<int64_t>({2}, {3, 0}, vitune::Device::cpu()),
+               Tensor::from_vector<uint8_t>({2}, {9, 8}, vitune::Device::cpu()));
   EXPECT_EQ(bytes.to_vector<uint8_t>(), (std::vector<uint8_t>{8, 2, 3, 9}));
   Tensor d = counting_tensor<double>({3, 3});
-  EXPECT_EQ(ops::gather(d, Tensor::from_vector<int64_t>({1}, {8})).item(0), d.item(8));
+  EXPECT_EQ(ops::gather(d, Tensor::from_vector<int64_t>({1}, {8}, vitune::Device::cpu())).item(0), d.item(8));
 }
 
 TEST(IndexTest, ScatterWritesAndTheLastRepeatedIndexWins) {
-  Tensor x = Tensor::zeros({6});
-  ops::scatter(x, Tensor::from_vector<int64_t>({4}, {2, 5, 2, 0}),
-               Tensor::from_vector<float>({4}, {1, 2, 3, 4}));
+  Tensor x = Tensor::zeros({6}, DType::F32, vitune::Device::cpu());
+  ops::scatter(x, Tensor::from_vector<int64_t>({4}, {2, 5, 2, 0}, vitune::Device::cpu()),
+               Tensor::from_vector<float>({4}, {1, 2, 3, 4}, vitune::Device::cpu()));
   EXPECT_EQ(x.to_vector<float>(), (std::vector<float>{4, 0, 3, 0, 0, 2}));
 }
 
@@ -68,7 +68,7 @@ void check_scatter_add() {
   Tensor expected = x.clone();
   std::vector<int64_t> idx = random_indices(20000, x.numel(), 2);
   Tensor values = counting_tensor<T>({20000});
-  ops::scatter_add(x, Tensor::from_vector<int64_t>({20000}, idx), values);
+  ops::scatter_add(x, Tensor::from_vector<int64_t>({20000}, idx, vitune::Device::cpu()), values);
   for (size_t i = 0; i < idx.size(); ++i) expected.data<T>()[idx[i]] += values.data<T>()[i];
   EXPECT_TRUE(vitune::testing::bitwise_equal(x, expected));
 }
@@ -79,8 +79,8 @@ TEST(IndexTest, ScatterAddAddsRepeatedIndicesInOrderF64) { check_scatter_add<dou
 TEST(IndexTest, OutOfRangeIndexNamesPositionAndValueAndLeavesXUntouched) {
   Tensor x = counting_tensor<float>({2, 3});
   Tensor before = x.clone();
-  Tensor bad = Tensor::from_vector<int64_t>({3}, {0, 1, 6});
-  Tensor values = Tensor::from_vector<float>({3}, {1, 1, 1});
+  Tensor bad = Tensor::from_vector<int64_t>({3}, {0, 1, 6}, vitune::Device::cpu());
+  Tensor values = Tensor::from_vector<float>({3}, {1, 1, 1}, vitune::Device::cpu());
   try {
     ops::scatter_add(x, bad, values);
     FAIL() << "no error for index 6 into 6 elements";
@@ -93,19 +93,19 @@ TEST(IndexTest, OutOfRangeIndexNamesPositionAndValueAndLeavesXUntouched) {
   EXPECT_TRUE(vitune::testing::bitwise_equal(x, before));
   EXPECT_THROW(ops::scatter(x, bad, values), Error);
   EXPECT_TRUE(vitune::testing::bitwise_equal(x, before));
-  EXPECT_THROW(ops::gather(x, Tensor::from_vector<int64_t>({1}, {-1})), Error);
+  EXPECT_THROW(ops::gather(x, Tensor::from_vector<int64_t>({1}, {-1}, vitune::Device::cpu())), Error);
   EXPECT_THROW(ops::gather(x, bad), Error);
 }
 
 TEST(IndexTest, BadArgumentsThrow) {
-  Tensor x = Tensor::zeros({4});
-  Tensor i32 = Tensor::from_vector<int32_t>({2}, {0, 1});
+  Tensor x = Tensor::zeros({4}, DType::F32, vitune::Device::cpu());
+  Tensor i32 = Tensor::from_vector<int32_t>({2}, {0, 1}, vitune::Device::cpu());
   EXPECT_THROW(ops::gather(x, i32), Error);
-  Tensor indices = Tensor::from_vector<int64_t>({2}, {0, 1});
-  EXPECT_THROW(ops::scatter(x, indices, Tensor::zeros({3})), Error);
-  EXPECT_THROW(ops::scatter(x, indices, Tensor::zeros({2}, DType::F64)), Error);
-  Tensor ints = Tensor::zeros({4}, DType::I64);
-  EXPECT_THROW(ops::scatter_add(ints, indices, Tensor::zeros({2}, DType::I64)), Error);
+  Tensor indices = Tensor::from_vector<int64_t>({2}, {0, 1}, vitune::Device::cpu());
+  EXPECT_THROW(ops::scatter(x, indices, Tensor::zeros({3}, DType::F32, vitune::Device::cpu())), Error);
+  EXPECT_THROW(ops::scatter(x, indices, Tensor::zeros({2}, DType::F64, vitune::Device::cpu())), Error);
+  Tensor ints = Tensor::zeros({4}, DType::I64, vitune::Device::cpu());
+  EXPECT_THROW(ops::scatter_add(ints, indices, Tensor::zeros({2}, DType::I64, vitune::Device::cpu())), Error);
   EXPECT_THROW(ops::gather(Tensor(), indices), Error);
 }
 

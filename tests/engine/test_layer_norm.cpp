@@ -34,7 +34,7 @@ constexpr uint64_t kSeed = 7;
 Tensor shifted(const Tensor& a, double t, const Tensor& b) {
   std::vector<double> va = values(a), vb = values(b);
   for (size_t i = 0; i < va.size(); ++i) va[i] += t * vb[i];
-  return Tensor::from_vector(a.shape(), va);
+  return Tensor::from_vector(a.shape(), va, vitune::Device::cpu());
 }
 
 // The plain reference, all in double: forward outputs and the three gradients.
@@ -79,12 +79,12 @@ Reference reference(const Tensor& x_t, const Tensor& w_t, const Tensor& b_t, con
     }
   }
   Reference ref;
-  ref.y = Tensor::from_vector(x_t.shape(), y);
-  ref.mean = Tensor::from_vector({rows}, mean);
-  ref.rstd = Tensor::from_vector({rows}, rstd);
-  ref.dx = Tensor::from_vector(x_t.shape(), dx);
-  ref.dweight = Tensor::from_vector({cols}, dw);
-  ref.dbias = Tensor::from_vector({cols}, db);
+  ref.y = Tensor::from_vector(x_t.shape(), y, vitune::Device::cpu());
+  ref.mean = Tensor::from_vector({rows}, mean, vitune::Device::cpu());
+  ref.rstd = Tensor::from_vector({rows}, rstd, vitune::Device::cpu());
+  ref.dx = Tensor::from_vector(x_t.shape(), dx, vitune::Device::cpu());
+  ref.dweight = Tensor::from_vector({cols}, dw, vitune::Device::cpu());
+  ref.dbias = Tensor::from_vector({cols}, db, vitune::Device::cpu());
   return ref;
 }
 
@@ -149,7 +149,7 @@ TEST(LayerNormTest, BackwardMatchesFiniteDifferencesF64) {
   };
   Tensor mean, rstd;
   ops::layer_norm_forward(x, w, b, kEps, mean, rstd);
-  Tensor dx, dw = Tensor::zeros({9}, f64), db = Tensor::zeros({9}, f64);
+  Tensor dx, dw = Tensor::zeros({9}, f64, vitune::Device::cpu()), db = Tensor::zeros({9}, f64, vitune::Device::cpu());
   ops::layer_norm_backward(dy, x, w, mean, rstd, &dx, &dw, &db);
 
   const double along_x =
@@ -174,8 +174,8 @@ TEST(LayerNormTest, ResultsDoNotDependOnThreadCount) {
     ThreadCount scope(threads);
     Run r;
     r.y = ops::layer_norm_forward(x, w, b, kEps, r.mean, r.rstd);
-    r.dw = Tensor::zeros({200});
-    r.db = Tensor::zeros({200});
+    r.dw = Tensor::zeros({200}, DType::F32, vitune::Device::cpu());
+    r.db = Tensor::zeros({200}, DType::F32, vitune::Device::cpu());
     ops::layer_norm_backward(dy, x, w, r.mean, r.rstd, &r.dx, &r.dw, &r.db);
     return r;
   };
@@ -192,7 +192,7 @@ TEST(LayerNormTest, ResultsDoNotDependOnThreadCount) {
 }
 
 TEST(LayerNormTest, ConstantRowGivesTheBias) {
-  Tensor x = Tensor::full({2, 6}, 3.25);
+  Tensor x = Tensor::full({2, 6}, 3.25, DType::F32, vitune::Device::cpu());
   Tensor w = random_normal({6}, DType::F32, kSeed, 31), b = random_normal({6}, DType::F32, kSeed, 32);
   Tensor mean, rstd;
   Tensor y = ops::layer_norm_forward(x, w, b, 1e-6, mean, rstd);
@@ -200,7 +200,7 @@ TEST(LayerNormTest, ConstantRowGivesTheBias) {
   EXPECT_TRUE(bitwise_equal(y.rows(1, 2).reshape({6}), b));
   EXPECT_EQ(mean.item(0), 3.25);
   EXPECT_FLOAT_EQ(float(rstd.item(0)), float(1 / std::sqrt(1e-6)));
-  Tensor dx, dw = Tensor::zeros({6}), db = Tensor::zeros({6});
+  Tensor dx, dw = Tensor::zeros({6}, DType::F32, vitune::Device::cpu()), db = Tensor::zeros({6}, DType::F32, vitune::Device::cpu());
   ops::layer_norm_backward(random_normal({2, 6}, DType::F32, kSeed, 33), x, w, mean, rstd, &dx, &dw, &db);
   for (double v : values(dx)) EXPECT_TRUE(std::isfinite(v));
   for (int64_t c = 0; c < 6; ++c) EXPECT_EQ(dw.item(c), 0.0) << c;  // xhat is 0
@@ -211,17 +211,17 @@ TEST(LayerNormTest, GradientsNobodyAskedForAreSkipped) {
   Tensor w = random_normal({8}, DType::F64, kSeed, 43), b = random_normal({8}, DType::F64, kSeed, 44);
   Tensor mean, rstd;
   ops::layer_norm_forward(x, w, b, kEps, mean, rstd);
-  Tensor dx_all, dw_all = Tensor::zeros({8}, DType::F64), db_all = Tensor::zeros({8}, DType::F64);
+  Tensor dx_all, dw_all = Tensor::zeros({8}, DType::F64, vitune::Device::cpu()), db_all = Tensor::zeros({8}, DType::F64, vitune::Device::cpu());
   ops::layer_norm_backward(dy, x, w, mean, rstd, &dx_all, &dw_all, &db_all);
 
   Tensor dx_only;
   ops::layer_norm_backward(dy, x, w, mean, rstd, &dx_only, nullptr, nullptr);
   EXPECT_TRUE(bitwise_equal(dx_only, dx_all));
-  Tensor dw_only = Tensor::zeros({8}, DType::F64);
+  Tensor dw_only = Tensor::zeros({8}, DType::F64, vitune::Device::cpu());
   ops::layer_norm_backward(dy, x, w, mean, rstd, nullptr, &dw_only, nullptr);
   EXPECT_TRUE(bitwise_equal(dw_only, dw_all));
   // A given dx of the right shape is written in place, whatever it held.
-  Tensor dx_given = Tensor::full({5, 8}, 9.0, DType::F64);
+  Tensor dx_given = Tensor::full({5, 8}, 9.0, DType::F64, vitune::Device::cpu());
   ops::layer_norm_backward(dy, x, w, mean, rstd, &dx_given, nullptr, nullptr);
   EXPECT_TRUE(bitwise_equal(dx_given, dx_all));
 }
@@ -235,8 +235,8 @@ TEST(LayerNormTest, BadArgumentsThrow) {
   EXPECT_THROW(ops::layer_norm_forward(x, w.to(DType::F64), b, kEps, mean, rstd), Error);
   EXPECT_THROW(ops::layer_norm_forward(x, w, b, 0.0, mean, rstd), Error);
   EXPECT_THROW(ops::layer_norm_forward(x, w, b, std::nan(""), mean, rstd), Error);
-  EXPECT_THROW(ops::layer_norm_forward(Tensor::full({}, 1.0), w, b, kEps, mean, rstd), Error);
-  EXPECT_THROW(ops::layer_norm_forward(Tensor::zeros({4, 6}, DType::I64), w, b, kEps, mean, rstd),
+  EXPECT_THROW(ops::layer_norm_forward(Tensor::full({}, 1.0, DType::F32, vitune::Device::cpu()), w, b, kEps, mean, rstd), Error);
+  EXPECT_THROW(ops::layer_norm_forward(Tensor::zeros({4, 6}, DType::I64, vitune::Device::cpu()), w, b, kEps, mean, rstd),
                Error);
   try {
     ops::layer_norm_forward(x, random_normal({5}, DType::F32, kSeed, 54), b, kEps, mean, rstd);
@@ -247,7 +247,7 @@ TEST(LayerNormTest, BadArgumentsThrow) {
   }
 
   ops::layer_norm_forward(x, w, b, kEps, mean, rstd);
-  Tensor dx, dw = Tensor::zeros({6}), wrong = Tensor::zeros({5});
+  Tensor dx, dw = Tensor::zeros({6}, DType::F32, vitune::Device::cpu()), wrong = Tensor::zeros({5}, DType::F32, vitune::Device::cpu());
   EXPECT_THROW(ops::layer_norm_backward(random_normal({4, 5}, DType::F32, kSeed, 55), x, w, mean, rstd,
                                         &dx, nullptr, nullptr),
                Error);
@@ -255,7 +255,7 @@ TEST(LayerNormTest, BadArgumentsThrow) {
                                         nullptr, nullptr),
                Error);
   EXPECT_THROW(ops::layer_norm_backward(x, x, w, mean, rstd, nullptr, &wrong, nullptr), Error);
-  Tensor dx_wrong = Tensor::zeros({4, 6}, DType::F64);
+  Tensor dx_wrong = Tensor::zeros({4, 6}, DType::F64, vitune::Device::cpu());
   EXPECT_THROW(ops::layer_norm_backward(x, x, w, mean, rstd, &dx_wrong, nullptr, nullptr), Error);
 }
 

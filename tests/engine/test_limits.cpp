@@ -26,9 +26,9 @@ TEST(HostMemoryLimit, DefaultsToThePhysicalMemoryOrTheEnvironment) {
 TEST(HostMemoryLimit, ARequestPastTheLimitFailsClearly) {
   const int64_t held_before = memory_stats(Device::cpu()).current_bytes;
   ScopedHostLimit limit(size_t(held_before) + (size_t(4) << 20));
-  Tensor fits({1 << 18}, DType::F32);  // 1 MiB
+  Tensor fits({1 << 18}, DType::F32, Device::cpu());  // 1 MiB
   try {
-    Tensor too_big({1 << 20}, DType::F32);  // 4 MiB more
+    Tensor too_big({1 << 20}, DType::F32, Device::cpu());  // 4 MiB more
     FAIL() << "expected the allocation to be refused";
   } catch (const Error& e) {
     const std::string message = e.what();

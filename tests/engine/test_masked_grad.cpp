@@ -29,7 +29,7 @@ Tensor integer_tensor(const Shape& shape, unsigned seed) {
   std::uniform_int_distribution<int> small(-9, 9);
   std::vector<double> v(size_t(vitune::shape_numel(shape)));
   for (double& x : v) x = double(small(gen));
-  return Tensor::from_vector(shape, v);
+  return Tensor::from_vector(shape, v, vitune::Device::cpu());
 }
 
 // A sorted, unique random subset of [0, limit) of about `fraction` of its size.
@@ -40,7 +40,7 @@ Tensor random_selection(int64_t limit, double fraction, unsigned seed) {
   for (int64_t e = 0; e < limit; ++e) {
     if (keep(gen)) v.push_back(e);
   }
-  return Tensor::from_vector<int64_t>({int64_t(v.size())}, v);
+  return Tensor::from_vector<int64_t>({int64_t(v.size())}, v, vitune::Device::cpu());
 }
 
 // dense[j * in + k] = sum_t dy[t, j] * x[t, k], in double, t in order.
@@ -82,10 +82,10 @@ void check_random(vitune::testing::Tolerance tol) {
   Tensor x = uniform_tensor<T, double>({3, 111, in}, 5, -1, 1);
   Tensor dy = uniform_tensor<T, double>({3, 111, out}, 6, -1, 1);
   Tensor indices = random_selection(out * in, 0.2, 7);
-  Tensor acc = Tensor::zeros({indices.numel()}, x.dtype());
+  Tensor acc = Tensor::zeros({indices.numel()}, x.dtype(), vitune::Device::cpu());
   ops::masked_weight_grad(dy, x, indices, in, acc);
   std::vector<double> dense = dense_gradient<T>(dy, x, in);
-  Tensor expected = Tensor::zeros({indices.numel()}, DType::F64);
+  Tensor expected = Tensor::zeros({indices.numel()}, DType::F64, vitune::Device::cpu());
   for (int64_t i = 0; i < indices.numel(); ++i) {
     expected.data<double>()[i] = dense[size_t(indices.data<int64_t>()[i])];
   }
@@ -101,11 +101,11 @@ TEST(MaskedGradTest, EverySelectedAndNoneSelected) {
   Tensor dy = integer_tensor({tokens, out}, 9);
   std::vector<int64_t> all(out * in);
   for (size_t i = 0; i < all.size(); ++i) all[i] = int64_t(i);
-  Tensor acc = Tensor::zeros({out * in}, DType::F64);
-  ops::masked_weight_grad(dy, x, Tensor::from_vector<int64_t>({out * in}, all), in, acc);
+  Tensor acc = Tensor::zeros({out * in}, DType::F64, vitune::Device::cpu());
+  ops::masked_weight_grad(dy, x, Tensor::from_vector<int64_t>({out * in}, all, vitune::Device::cpu()), in, acc);
   EXPECT_EQ(acc.to_vector<double>(), dense_gradient<double>(dy, x, in));
-  Tensor none_acc = Tensor::zeros({0}, DType::F64);
-  ops::masked_weight_grad(dy, x, Tensor::zeros({0}, DType::I64), in, none_acc);
+  Tensor none_acc = Tensor::zeros({0}, DType::F64, vitune::Device::cpu());
+  ops::masked_weight_grad(dy, x, Tensor::zeros({0}, DType::I64, vitune::Device::cpu()), in, none_acc);
 }
 
 TEST(MaskedGradTest, SameForAnyThreadCount) {
@@ -116,7 +116,7 @@ TEST(MaskedGradTest, SameForAnyThreadCount) {
   Tensor results[3];
   for (int threads = 1; threads <= 3; ++threads) {
     ThreadCount scope(threads);
-    results[threads - 1] = Tensor::zeros({indices.numel()});
+    results[threads - 1] = Tensor::zeros({indices.numel()}, DType::F32, vitune::Device::cpu());
     ops::masked_weight_grad(dy, x, indices, in, results[threads - 1]);
   }
   EXPECT_TRUE(vitune::testing::bitwise_equal(results[0], results[1]));
@@ -134,21 +134,21 @@ void expect_error_containing(const std::string& needle, const Tensor& dy, const 
 }
 
 TEST(MaskedGradTest, BadArgumentsThrowClearErrors) {
-  Tensor x = Tensor::zeros({4, 3});
-  Tensor dy = Tensor::zeros({4, 2});
+  Tensor x = Tensor::zeros({4, 3}, DType::F32, vitune::Device::cpu());
+  Tensor dy = Tensor::zeros({4, 2}, DType::F32, vitune::Device::cpu());
   auto idx = [](std::vector<int64_t> v) {
-    return Tensor::from_vector<int64_t>({int64_t(v.size())}, v);
+    return Tensor::from_vector<int64_t>({int64_t(v.size())}, v, vitune::Device::cpu());
   };
-  Tensor acc3 = Tensor::zeros({3});
+  Tensor acc3 = Tensor::zeros({3}, DType::F32, vitune::Device::cpu());
   expect_error_containing("sorted and unique", dy, x, idx({0, 4, 2}), 3, acc3);
   expect_error_containing("sorted and unique", dy, x, idx({0, 2, 2}), 3, acc3);
   expect_error_containing("index 6 at position 2", dy, x, idx({0, 2, 6}), 3, acc3);
   expect_error_containing("index -1 at position 0", dy, x, idx({-1, 2, 3}), 3, acc3);
   expect_error_containing("in_features", dy, x, idx({0, 1, 2}), 4, acc3);
-  expect_error_containing("rows", Tensor::zeros({5, 2}), x, idx({0, 1, 2}), 3, acc3);
+  expect_error_containing("rows", Tensor::zeros({5, 2}, DType::F32, vitune::Device::cpu()), x, idx({0, 1, 2}), 3, acc3);
   expect_error_containing("one element per index", dy, x, idx({0, 1}), 3, acc3);
-  expect_error_containing("dtype", dy, x, idx({0, 1, 2}), 3, Tensor::zeros({3}, DType::F64));
-  expect_error_containing("i64", dy, x, Tensor::from_vector<int32_t>({3}, {0, 1, 2}), 3, acc3);
+  expect_error_containing("dtype", dy, x, idx({0, 1, 2}), 3, Tensor::zeros({3}, DType::F64, vitune::Device::cpu()));
+  expect_error_containing("i64", dy, x, Tensor::from_vector<int32_t>({3}, {0, 1, 2}, vitune::Device::cpu()), 3, acc3);
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ TEST(PatchTest, PatchLayoutIsChannelRowColumn) {
   const int64_t B = 1, C = 2, H = 4, W = 6, p = 2;
   std::vector<float> v(size_t(B * C * H * W));
   for (size_t i = 0; i < v.size(); ++i) v[i] = float(i);
-  Tensor patches = ops::patchify(Tensor::from_vector<float>({B, C, H, W}, v), int(p));
+  Tensor patches = ops::patchify(Tensor::from_vector<float>({B, C, H, W}, v, vitune::Device::cpu()), int(p));
   // Patch 4 is grid row 1, column 1: image rows 2-3, columns 2-3.
   const float* patch = patches.data<float>() + 4 * C * p * p;
   const std::vector<float> expected{14, 15, 20, 21, 38, 39, 44, 45};
@@ -90,15 +90,15 @@ TEST(PatchTest, PatchOfOneAndWholeImage) {
 }
 
 TEST(PatchTest, BadShapesThrow) {
-  EXPECT_THROW(ops::patchify(Tensor::zeros({1, 3, 10, 12}), 4), Error);
-  EXPECT_THROW(ops::patchify(Tensor::zeros({1, 3, 12, 10}), 4), Error);
-  EXPECT_THROW(ops::patchify(Tensor::zeros({3, 8, 8}), 4), Error);
-  EXPECT_THROW(ops::patchify(Tensor::zeros({1, 3, 8, 8}), 0), Error);
-  EXPECT_THROW(ops::patchify(Tensor::zeros({1, 3, 8, 8}, DType::U8), 4), Error);
-  EXPECT_THROW(ops::unpatchify(Tensor::zeros({1, 4, 47}), {1, 3, 8, 8}, 4), Error);
-  EXPECT_THROW(ops::unpatchify(Tensor::zeros({1, 4, 48}), {1, 3, 8, 9}, 4), Error);
+  EXPECT_THROW(ops::patchify(Tensor::zeros({1, 3, 10, 12}, DType::F32, vitune::Device::cpu()), 4), Error);
+  EXPECT_THROW(ops::patchify(Tensor::zeros({1, 3, 12, 10}, DType::F32, vitune::Device::cpu()), 4), Error);
+  EXPECT_THROW(ops::patchify(Tensor::zeros({3, 8, 8}, DType::F32, vitune::Device::cpu()), 4), Error);
+  EXPECT_THROW(ops::patchify(Tensor::zeros({1, 3, 8, 8}, DType::F32, vitune::Device::cpu()), 0), Error);
+  EXPECT_THROW(ops::patchify(Tensor::zeros({1, 3, 8, 8}, DType::U8, vitune::Device::cpu()), 4), Error);
+  EXPECT_THROW(ops::unpatchify(Tensor::zeros({1, 4, 47}, DType::F32, vitune::Device::cpu()), {1, 3, 8, 8}, 4), Error);
+  EXPECT_THROW(ops::unpatchify(Tensor::zeros({1, 4, 48}, DType::F32, vitune::Device::cpu()), {1, 3, 8, 9}, 4), Error);
   try {
-    ops::patchify(Tensor::zeros({1, 3, 10, 12}), 4);
+    ops::patchify(Tensor::zeros({1, 3, 10, 12}, DType::F32, vitune::Device::cpu()), 4);
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("divisible"), std::string::npos) << e.what();
   }

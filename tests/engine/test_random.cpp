@@ -76,14 +76,14 @@ TEST(RandomTest, UniformUsesTheTop24BitsOfTheFirstWord) {
 }
 
 TEST(RandomTest, UniformMoments) {
-  Tensor t({kSamples});
+  Tensor t({kSamples}, DType::F32, vitune::Device::cpu());
   vitune::fill_uniform(t, 42, 0, 0.0, 1.0);
   Moments m = moments(t);
   EXPECT_NEAR(m.mean, 0.5, 0.005);
   EXPECT_NEAR(m.variance, 1.0 / 12.0, 0.0015);
   EXPECT_GE(m.min, 0.0);
   EXPECT_LT(m.max, 1.0);
-  Tensor shifted({kSamples}, DType::F64);
+  Tensor shifted({kSamples}, DType::F64, vitune::Device::cpu());
   vitune::fill_uniform(shifted, 42, 1, -3.0, 5.0);
   Moments s = moments(shifted);
   EXPECT_NEAR(s.mean, 1.0, 0.04);
@@ -93,12 +93,12 @@ TEST(RandomTest, UniformMoments) {
 }
 
 TEST(RandomTest, NormalMoments) {
-  Tensor t({kSamples});
+  Tensor t({kSamples}, DType::F32, vitune::Device::cpu());
   vitune::fill_normal(t, 42, 0, 0.0, 1.0);
   Moments m = moments(t);
   EXPECT_NEAR(m.mean, 0.0, 0.016);
   EXPECT_NEAR(m.variance, 1.0, 0.025);
-  Tensor scaled({kSamples}, DType::F64);
+  Tensor scaled({kSamples}, DType::F64, vitune::Device::cpu());
   vitune::fill_normal(scaled, 43, 0, 2.0, 0.5);
   Moments s = moments(scaled);
   EXPECT_NEAR(s.mean, 2.0, 0.008);
@@ -108,7 +108,7 @@ TEST(RandomTest, NormalMoments) {
 
 TEST(RandomTest, TruncatedNormalStaysWithinTwoDeviationsAndRedrawsFromLaterCounters) {
   const double stddev = 0.02;
-  Tensor t({kSamples});
+  Tensor t({kSamples}, DType::F32, vitune::Device::cpu());
   vitune::fill_trunc_normal(t, 5, 9, stddev);
   Moments m = moments(t);
   EXPECT_GE(m.min, -2 * stddev * (1 + 1e-6));
@@ -161,11 +161,11 @@ TEST(RandomTest, FillsAreTheSameForAnyThreadCount) {
   for (int threads = 1; threads <= 3; ++threads) {
     ThreadCount scope(threads);
     Tensor* r = results[threads - 1];
-    r[0] = Tensor({kSamples});
+    r[0] = Tensor({kSamples}, DType::F32, vitune::Device::cpu());
     vitune::fill_uniform(r[0], 11, 2, -1.0, 1.0);
-    r[1] = Tensor({kSamples}, DType::F64);
+    r[1] = Tensor({kSamples}, DType::F64, vitune::Device::cpu());
     vitune::fill_normal(r[1], 11, 2, 0.0, 1.0);
-    r[2] = Tensor({kSamples});
+    r[2] = Tensor({kSamples}, DType::F32, vitune::Device::cpu());
     vitune::fill_trunc_normal(r[2], 11, 2, 1.0);
   }
   for (int kind = 0; kind < 3; ++kind) {
@@ -175,10 +175,10 @@ TEST(RandomTest, FillsAreTheSameForAnyThreadCount) {
 }
 
 TEST(RandomTest, BadArgumentsThrow) {
-  Tensor ints({4}, DType::I32);
+  Tensor ints({4}, DType::I32, vitune::Device::cpu());
   EXPECT_THROW(vitune::fill_uniform(ints, 1, 0, 0.0, 1.0), Error);
   EXPECT_THROW(vitune::fill_normal(ints, 1, 0, 0.0, 1.0), Error);
-  Tensor f({4});
+  Tensor f({4}, DType::F32, vitune::Device::cpu());
   EXPECT_THROW(vitune::fill_uniform(f, 1, 0, 1.0, 0.0), Error);
   EXPECT_THROW(vitune::fill_normal(f, 1, 0, 0.0, -1.0), Error);
   EXPECT_THROW(vitune::fill_trunc_normal(f, 1, 0, -1.0), Error);

@@ -41,7 +41,7 @@ TEST(ReduceTest, SumRowsIntoIsTheSameForAnyThreadCount) {
   Tensor results[3];
   for (int threads = 1; threads <= 3; ++threads) {
     ThreadCount scope(threads);
-    results[threads - 1] = Tensor::zeros({300});
+    results[threads - 1] = Tensor::zeros({300}, DType::F32, vitune::Device::cpu());
     ops::sum_rows_into(x, results[threads - 1]);
   }
   EXPECT_TRUE(vitune::testing::bitwise_equal(results[0], results[1]));
@@ -65,11 +65,11 @@ TEST(ReduceTest, SumAllAndSumSquaresMatchDoubleSumsF32) { check_sums<float>(); }
 TEST(ReduceTest, SumAllAndSumSquaresMatchDoubleSumsF64) { check_sums<double>(); }
 
 TEST(ReduceTest, SumsAreExactOnSmallIntegersAndZeroWhenEmpty) {
-  Tensor x = Tensor::from_vector<float>({2, 3}, {1, -2, 3, 4, 5, -6});
+  Tensor x = Tensor::from_vector<float>({2, 3}, {1, -2, 3, 4, 5, -6}, vitune::Device::cpu());
   EXPECT_EQ(ops::sum_all(x), 5.0);
   EXPECT_EQ(ops::sum_squares(x), 91.0);
-  EXPECT_EQ(ops::sum_all(Tensor::zeros({0})), 0.0);
-  EXPECT_EQ(ops::sum_squares(Tensor::zeros({3, 0})), 0.0);
+  EXPECT_EQ(ops::sum_all(Tensor::zeros({0}, DType::F32, vitune::Device::cpu())), 0.0);
+  EXPECT_EQ(ops::sum_squares(Tensor::zeros({3, 0}, DType::F32, vitune::Device::cpu())), 0.0);
 }
 
 TEST(ReduceTest, SumsAreTheSameForAnyThreadCount) {
@@ -89,7 +89,7 @@ TEST(ReduceTest, SumsAreTheSameForAnyThreadCount) {
 TEST(ReduceTest, AllFiniteFindsNanAndInfinityAnywhere) {
   Tensor x = uniform_tensor<float>({100000}, 16, -1, 3);
   EXPECT_TRUE(ops::all_finite(x));
-  EXPECT_TRUE(ops::all_finite(Tensor::zeros({0})));
+  EXPECT_TRUE(ops::all_finite(Tensor::zeros({0}, DType::F32, vitune::Device::cpu())));
   const float bad[] = {std::numeric_limits<float>::quiet_NaN(),
                        std::numeric_limits<float>::infinity(),
                        -std::numeric_limits<float>::infinity()};
@@ -100,21 +100,21 @@ TEST(ReduceTest, AllFiniteFindsNanAndInfinityAnywhere) {
       EXPECT_FALSE(ops::all_finite(y)) << value << " at " << position;
     }
   }
-  Tensor d = Tensor::zeros({10}, DType::F64);
+  Tensor d = Tensor::zeros({10}, DType::F64, vitune::Device::cpu());
   EXPECT_TRUE(ops::all_finite(d));
   d.data<double>()[9] = std::numeric_limits<double>::infinity();
   EXPECT_FALSE(ops::all_finite(d));
 }
 
 TEST(ReduceTest, BadArgumentsThrow) {
-  Tensor x = Tensor::zeros({4, 3});
-  Tensor wrong_length = Tensor::zeros({4});
+  Tensor x = Tensor::zeros({4, 3}, DType::F32, vitune::Device::cpu());
+  Tensor wrong_length = Tensor::zeros({4}, DType::F32, vitune::Device::cpu());
   EXPECT_THROW(ops::sum_rows_into(x, wrong_length), Error);
-  Tensor wrong_dtype = Tensor::zeros({3}, DType::F64);
+  Tensor wrong_dtype = Tensor::zeros({3}, DType::F64, vitune::Device::cpu());
   EXPECT_THROW(ops::sum_rows_into(x, wrong_dtype), Error);
-  Tensor two_d = Tensor::zeros({1, 3});
+  Tensor two_d = Tensor::zeros({1, 3}, DType::F32, vitune::Device::cpu());
   EXPECT_THROW(ops::sum_rows_into(x, two_d), Error);
-  Tensor ints = Tensor::zeros({4}, DType::I64);
+  Tensor ints = Tensor::zeros({4}, DType::I64, vitune::Device::cpu());
   EXPECT_THROW(ops::sum_all(ints), Error);
   EXPECT_THROW(ops::sum_squares(ints), Error);
   EXPECT_THROW(ops::all_finite(ints), Error);

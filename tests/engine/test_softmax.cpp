@@ -40,7 +40,7 @@ Tensor reference_forward(const Tensor& x_t) {
     for (int64_t c = 0; c < cols; ++c) sum += std::exp(xr[c] - max);
     for (int64_t c = 0; c < cols; ++c) y[size_t(r * cols + c)] = std::exp(xr[c] - max) / sum;
   }
-  return Tensor::from_vector(x_t.shape(), y);
+  return Tensor::from_vector(x_t.shape(), y, vitune::Device::cpu());
 }
 
 // dx_j = sum_i dy_i * d y_i / d x_j with the full Jacobian y_i (delta_ij - y_j).
@@ -57,7 +57,7 @@ Tensor reference_backward(const Tensor& dy_t, const Tensor& y_t) {
       dx[size_t(r * cols + j)] = sum;
     }
   }
-  return Tensor::from_vector(y_t.shape(), dx);
+  return Tensor::from_vector(y_t.shape(), dx, vitune::Device::cpu());
 }
 
 void check_against_reference(Shape shape, DType dtype, vitune::testing::Tolerance tol) {
@@ -90,7 +90,7 @@ TEST(SoftmaxTest, BackwardMatchesFiniteDifferencesF64) {
   auto loss_along = [&](double t) {
     std::vector<double> xs = values(x), vs = values(v);
     for (size_t i = 0; i < xs.size(); ++i) xs[i] += t * vs[i];
-    return dot(dy, ops::softmax_forward(Tensor::from_vector(x.shape(), xs)));
+    return dot(dy, ops::softmax_forward(Tensor::from_vector(x.shape(), xs, vitune::Device::cpu())));
   };
   const double h = 1e-6;
   const double numeric = (loss_along(h) - loss_along(-h)) / (2 * h);
@@ -115,34 +115,32 @@ TEST(SoftmaxTest, ResultsDoNotDependOnThreadCount) {
 }
 
 TEST(SoftmaxTest, EqualLogitsGiveUniformProbabilities) {
-  Tensor y = ops::softmax_forward(Tensor::full({2, 8}, 123.5));
+  Tensor y = ops::softmax_forward(Tensor::full({2, 8}, 123.5, DType::F32, vitune::Device::cpu()));
   for (int64_t i = 0; i < y.numel(); ++i) EXPECT_FLOAT_EQ(float(y.item(i)), 0.125f) << i;
 }
 
 TEST(SoftmaxTest, HugeLogitsDoNotOverflow) {
   // Large positive and large negative rows: exp without the shift over- or underflows.
-  Tensor x = Tensor::from_vector<float>(
-      {3, 3}, {1e4f, 1e4f - 1, -1e4f, -5e3f, 3e4f, 3e4f, -2e4f, -2e4f - 1, -3e4f});
+  Tensor x = Tensor::from_vector<float>({3, 3}, {1e4f, 1e4f - 1, -1e4f, -5e3f, 3e4f, 3e4f, -2e4f, -2e4f - 1, -3e4f}, vitune::Device::cpu());
   Tensor y = ops::softmax_forward(x);
   const double e = std::exp(-1.0);
   EXPECT_TRUE(tensors_close(
       y,
-      Tensor::from_vector<double>(
-          {3, 3}, {1 / (1 + e), e / (1 + e), 0, 0, 0.5, 0.5, 1 / (1 + e), e / (1 + e), 0}),
+      Tensor::from_vector<double>({3, 3}, {1 / (1 + e), e / (1 + e), 0, 0, 0.5, 0.5, 1 / (1 + e), e / (1 + e), 0}, vitune::Device::cpu()),
       vitune::testing::kF32Forward, "y"));
 }
 
 TEST(SoftmaxTest, NanSpreadsOverItsRowOnly) {
-  Tensor x = Tensor::from_vector<float>({2, 3}, {1, NAN, 2, 1, 2, 3});
+  Tensor x = Tensor::from_vector<float>({2, 3}, {1, NAN, 2, 1, 2, 3}, vitune::Device::cpu());
   std::vector<double> y = values(ops::softmax_forward(x));
   for (int c = 0; c < 3; ++c) EXPECT_TRUE(std::isnan(y[size_t(c)])) << c;
   for (int c = 3; c < 6; ++c) EXPECT_TRUE(std::isfinite(y[size_t(c)])) << c;
 }
 
 TEST(SoftmaxTest, BadArgumentsThrow) {
-  EXPECT_THROW(ops::softmax_forward(Tensor::zeros({3, 4}, DType::I64)), Error);
-  EXPECT_THROW(ops::softmax_forward(Tensor::full({}, 1.0)), Error);
-  EXPECT_THROW(ops::softmax_forward(Tensor::zeros({3, 0})), Error);
+  EXPECT_THROW(ops::softmax_forward(Tensor::zeros({3, 4}, DType::I64, vitune::Device::cpu())), Error);
+  EXPECT_THROW(ops::softmax_forward(Tensor::full({}, 1.0, DType::F32, vitune::Device::cpu())), Error);
+  EXPECT_THROW(ops::softmax_forward(Tensor::zeros({3, 0}, DType::F32, vitune::Device::cpu())), Error);
   EXPECT_THROW(ops::softmax_forward(Tensor()), Error);
   Tensor y = ops::softmax_forward(random_normal({3, 4}, DType::F32, kSeed, 31));
   EXPECT_THROW(ops::softmax_backward(random_normal({3, 5}, DType::F32, kSeed, 32), y), Error);

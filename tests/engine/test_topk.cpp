@@ -39,7 +39,7 @@ Tensor tie_heavy_tensor(int64_t rows, int64_t cols, unsigned seed, double specia
       x = T(level(gen)) * T(0.5);
     }
   }
-  return Tensor::from_vector({rows, cols}, v);
+  return Tensor::from_vector({rows, cols}, v, vitune::Device::cpu());
 }
 
 // The reference: stable-sort the non-NaN columns by descending value, keep the first k.
@@ -91,7 +91,7 @@ TEST(TopkTest, LargeRowsWithSmallK) {
   std::normal_distribution<float> dist;
   std::vector<float> v(64 * 3072);
   for (float& e : v) e = dist(gen);
-  check_against_sort<float>(Tensor::from_vector<float>({64, 3072}, v), 16);
+  check_against_sort<float>(Tensor::from_vector<float>({64, 3072}, v, vitune::Device::cpu()), 16);
 }
 
 TEST(TopkTest, RowsWithFewNumbersArePaddedWithMinusOneAndNan) {
@@ -99,7 +99,7 @@ TEST(TopkTest, RowsWithFewNumbersArePaddedWithMinusOneAndNan) {
   const float inf = std::numeric_limits<float>::infinity();
   Tensor x = Tensor::from_vector<float>({3, 4}, {nan, 2, nan, -inf,   //
                                                  nan, nan, nan, nan,   //
-                                                 inf, -0.0f, 0.0f, inf});
+                                                 inf, -0.0f, 0.0f, inf}, vitune::Device::cpu());
   Tensor values, indices;
   ops::topk_rows(x, 3, values, indices);
   EXPECT_EQ(indices.to_vector<int64_t>(), (std::vector<int64_t>{1, 3, -1, -1, -1, -1, 0, 3, 1}));
@@ -115,18 +115,18 @@ TEST(TopkTest, RowsWithFewNumbersArePaddedWithMinusOneAndNan) {
 
 TEST(TopkTest, EmptyRowsGiveEmptyOutputs) {
   Tensor values, indices;
-  ops::topk_rows(Tensor::zeros({0, 5}), 2, values, indices);
+  ops::topk_rows(Tensor::zeros({0, 5}, DType::F32, vitune::Device::cpu()), 2, values, indices);
   EXPECT_EQ(values.shape(), (vitune::Shape{0, 2}));
   EXPECT_EQ(indices.shape(), (vitune::Shape{0, 2}));
 }
 
 TEST(TopkTest, BadArgumentsThrow) {
   Tensor values, indices;
-  Tensor x = Tensor::zeros({2, 3});
+  Tensor x = Tensor::zeros({2, 3}, DType::F32, vitune::Device::cpu());
   EXPECT_THROW(ops::topk_rows(x, 4, values, indices), Error);
   EXPECT_THROW(ops::topk_rows(x, -1, values, indices), Error);
-  EXPECT_THROW(ops::topk_rows(Tensor::zeros({6}), 1, values, indices), Error);
-  EXPECT_THROW(ops::topk_rows(Tensor::zeros({2, 3}, DType::I32), 1, values, indices), Error);
+  EXPECT_THROW(ops::topk_rows(Tensor::zeros({6}, DType::F32, vitune::Device::cpu()), 1, values, indices), Error);
+  EXPECT_THROW(ops::topk_rows(Tensor::zeros({2, 3}, DType::I32, vitune::Device::cpu()), 1, values, indices), Error);
 }
 
 }  // namespace

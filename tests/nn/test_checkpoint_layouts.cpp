@@ -23,12 +23,12 @@ void expect_same_model(nn::LoadedVit& loaded) {
 }
 
 TEST(CheckpointLayouts, HuggingFaceNeedsHeadsAndItsOwnEpsilonByDefault) {
-  nn::LoadedVit hf = nn::load_vit(data_path("tiny_vit_hf.safetensors"), {4, 0.0});
+  nn::LoadedVit hf = nn::load_vit(data_path("tiny_vit_hf.safetensors"), Device::cpu(), {4, 0.0});
   EXPECT_EQ(hf.layout, nn::CheckpointLayout::HuggingFace);
   EXPECT_DOUBLE_EQ(hf.model->config().ln_eps, 1e-12);
   // dim 32 is not a multiple of 64: without --heads the error says what to pass.
   try {
-    nn::load_vit(data_path("tiny_vit_hf.safetensors"));
+    nn::load_vit(data_path("tiny_vit_hf.safetensors"), Device::cpu());
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--heads"), std::string::npos) << e.what();
@@ -36,7 +36,7 @@ TEST(CheckpointLayouts, HuggingFaceNeedsHeadsAndItsOwnEpsilonByDefault) {
 }
 
 TEST(CheckpointLayouts, HuggingFaceLoadsToIdenticalLogits) {
-  nn::LoadedVit hf = nn::load_vit(data_path("tiny_vit_hf.safetensors"), {4, 1e-6});
+  nn::LoadedVit hf = nn::load_vit(data_path("tiny_vit_hf.safetensors"), Device::cpu(), {4, 1e-6});
   expect_same_model(hf);
 }
 
@@ -50,13 +50,13 @@ TEST(CheckpointLayouts, HuggingFaceWithoutPrefixLoadsToIdenticalLogits) {
   TempPath path_file("hf_no_prefix", ".safetensors");
   const std::string& path = path_file.str();
   nn::write_safetensors(path, renamed);
-  nn::LoadedVit hf = nn::load_vit(path, {4, 1e-6});
+  nn::LoadedVit hf = nn::load_vit(path, Device::cpu(), {4, 1e-6});
   expect_same_model(hf);
 }
 
 TEST(CheckpointLayouts, GoogleNpzStoredAndDeflatedLoadToIdenticalLogits) {
   for (const char* name : {"tiny_vit_npz_stored.npz", "tiny_vit_npz_deflated.npz"}) {
-    nn::LoadedVit npz = nn::load_vit(data_path(name));
+    nn::LoadedVit npz = nn::load_vit(data_path(name), Device::cpu());
     EXPECT_EQ(npz.layout, nn::CheckpointLayout::GoogleNpz);
     EXPECT_EQ(npz.model->config().heads, 4) << "heads come from the query kernel's shape";
     EXPECT_DOUBLE_EQ(npz.model->config().ln_eps, 1e-6);
@@ -69,7 +69,7 @@ TEST(CheckpointLayouts, SaveWritesTimmLayoutThatLoadsBackExactly) {
   TempPath path_file("saved", ".safetensors");
   const std::string& path = path_file.str();
   nn::save_vit(path, vit.model());
-  nn::LoadedVit again = nn::load_vit(path);
+  nn::LoadedVit again = nn::load_vit(path, Device::cpu());
   EXPECT_EQ(again.model->config().to_json(), vit.model().config().to_json());
   expect_same_model(again);
 }
@@ -81,7 +81,7 @@ TEST(CheckpointLayouts, Bf16TensorsAreConvertedOnLoad) {
   TempPath path_file("bf16", ".safetensors");
   const std::string& path = path_file.str();
   nn::write_safetensors(path, tensors, vit.loaded.metadata);
-  nn::LoadedVit loaded = nn::load_vit(path);
+  nn::LoadedVit loaded = nn::load_vit(path, Device::cpu());
   EXPECT_EQ(loaded.stored_dtypes.at("head.weight"), DType::BF16);
   Tensor expected = vit.model().parameter("head.weight").value().to(DType::BF16).to(DType::F32);
   EXPECT_TRUE(bitwise_equal(loaded.model->parameter("head.weight").value(), expected));
@@ -93,7 +93,7 @@ void expect_load_error(const std::vector<std::pair<std::string, Tensor>>& tensor
   const std::string& path = path_file.str();
   nn::write_safetensors(path, tensors, metadata);
   try {
-    nn::load_vit(path);
+    nn::load_vit(path, Device::cpu());
     FAIL() << "expected an error containing '" << phrase << "'";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(phrase), std::string::npos) << e.what();
@@ -113,15 +113,15 @@ TEST(CheckpointLayouts, MissingMisshapenAndUnexpectedTensorsAreListed) {
 
   auto misshapen = all();
   for (auto& [name, t] : misshapen) {
-    if (name == "blocks.1.mlp.fc2.bias") t = Tensor::zeros({31});
+    if (name == "blocks.1.mlp.fc2.bias") t = Tensor::zeros({31}, DType::F32, Device::cpu());
   }
   expect_load_error(misshapen, vit.loaded.metadata, "blocks.1.mlp.fc2.bias is [31], expected [32]");
 
   auto extra = all();
-  extra.emplace_back("dist_token", Tensor::zeros({1, 1, 32}));
+  extra.emplace_back("dist_token", Tensor::zeros({1, 1, 32}, DType::F32, Device::cpu()));
   expect_load_error(extra, vit.loaded.metadata, "unexpected dist_token");
 
-  expect_load_error({{"weights", Tensor::zeros({3})}}, {}, "not a ViT checkpoint");
+  expect_load_error({{"weights", Tensor::zeros({3}, DType::F32, Device::cpu())}}, {}, "not a ViT checkpoint");
   expect_load_error(all(), {{"vit_config", "{\"heads\": 5}"}}, "heads must be");
   expect_load_error(all(), {{"vit_config", "{\"depth\": \"two\"}"}}, "'depth' must be an integer");
 }

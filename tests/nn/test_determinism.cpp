@@ -22,14 +22,14 @@ StepResult train_step_with_threads(int threads) {
   config.depth = 2;
   config.heads = 4;
   config.num_classes = 5;
-  nn::VisionTransformer model(config);
+  nn::VisionTransformer model(config, Device::cpu());
   model.init_weights(3407);
-  Tensor images({16, 1, 28, 28});
+  Tensor images({16, 1, 28, 28}, DType::F32, Device::cpu());
   fill_normal(images, 1, 0, 0.0, 1.0);
   std::vector<int64_t> labels(16);
   for (int i = 0; i < 16; ++i) labels[size_t(i)] = i % 5;
   autograd::Variable logits = model.forward(autograd::Variable(images));
-  autograd::backward(autograd::cross_entropy(logits, Tensor::from_vector<int64_t>({16}, labels), 0.1));
+  autograd::backward(autograd::cross_entropy(logits, Tensor::from_vector<int64_t>({16}, labels, Device::cpu()), 0.1));
   StepResult run{logits.value(), {}};
   for (nn::Parameter* p : model.parameters()) run.grads.push_back(p->grad());
   return run;

@@ -117,7 +117,7 @@ TEST(Lora, MergedModelComputesTheAdaptedFunction) {
 
 // Central differences of L = sum(r * y) for the adapted layer in float64.
 TEST(Lora, AdaptedLinearGradientsMatchFiniteDifferences) {
-  nn::Linear layer("layer", 5, 4);
+  nn::Linear layer("layer", 5, 4, Device::cpu());
   layer.weight.mutable_value() = random_normal({4, 5}, DType::F64, 1, 0);
   layer.bias.mutable_value() = random_normal({4}, DType::F64, 1, 1);
   layer.weight.freeze();

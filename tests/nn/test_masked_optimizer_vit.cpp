@@ -24,7 +24,7 @@ std::map<std::string, Tensor> selection(const nn::VisionTransformer& model) {
                               {"patch_embed.proj.weight", 7}}) {
     std::vector<int64_t> indices;
     for (int64_t i = 1; i < model.parameter(name).numel(); i += stride) indices.push_back(i);
-    out[name] = Tensor::from_vector<int64_t>({int64_t(indices.size())}, indices);
+    out[name] = Tensor::from_vector<int64_t>({int64_t(indices.size())}, indices, Device::cpu());
   }
   return out;
 }

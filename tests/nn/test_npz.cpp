@@ -220,8 +220,8 @@ TEST(Npz, StoredAndDeflatedEntriesReadBackExactly) {
                                                             {"blocks.0.bias.npy", bias_npy(), 8}}));
   EXPECT_EQ(npz.names, (std::vector<std::string>{"blocks.0.weight", "blocks.0.bias"}));
   const Tensor& weights = npz.at("blocks.0.weight");
-  EXPECT_TRUE(vitune::testing::bitwise_equal(weights, Tensor::from_vector<float>({3, 4}, kWeights)));
-  EXPECT_TRUE(vitune::testing::bitwise_equal(npz.at("blocks.0.bias"), Tensor::from_vector<double>({5}, kBias)));
+  EXPECT_TRUE(vitune::testing::bitwise_equal(weights, Tensor::from_vector<float>({3, 4}, kWeights, vitune::Device::cpu())));
+  EXPECT_TRUE(vitune::testing::bitwise_equal(npz.at("blocks.0.bias"), Tensor::from_vector<double>({5}, kBias, vitune::Device::cpu())));
 }
 
 TEST(Npz, Zip64RecordsAndArchiveComment) {

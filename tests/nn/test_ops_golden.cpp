@@ -17,8 +17,8 @@ TEST_F(OpsGolden, LayerNorm) {
   Tensor mean, rstd;
   Tensor y = ops::layer_norm_forward(at("ln.x"), at("ln.w"), at("ln.b"), 1e-5, mean, rstd);
   EXPECT_TRUE(tensors_close(y, at("ln.y"), kF32Forward, "ln.y"));
-  Tensor dx(at("ln.x").shape());
-  Tensor dw = Tensor::zeros(at("ln.w").shape()), db = Tensor::zeros(at("ln.b").shape());
+  Tensor dx(at("ln.x").shape(), DType::F32, Device::cpu());
+  Tensor dw = Tensor::zeros(at("ln.w").shape(), DType::F32, Device::cpu()), db = Tensor::zeros(at("ln.b").shape(), DType::F32, Device::cpu());
   ops::layer_norm_backward(at("ln.dy"), at("ln.x"), at("ln.w"), mean, rstd, &dx, &dw, &db);
   EXPECT_TRUE(tensors_close(dx, at("ln.dx"), kF32Gradient, "ln.dx"));
   EXPECT_TRUE(tensors_close(dw, at("ln.dw"), kF32Gradient, "ln.dw"));

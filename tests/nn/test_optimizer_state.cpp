@@ -10,13 +10,13 @@ namespace vitune::testing {
 namespace {
 
 Tensor fixed_gradient(int64_t n, uint64_t stream) {
-  Tensor g({n});
+  Tensor g({n}, DType::F32, Device::cpu());
   fill_normal(g, 11, stream, 0.0, 1.0);
   return g;
 }
 
 Tensor start_value(int64_t n) {
-  Tensor v({n});
+  Tensor v({n}, DType::F32, Device::cpu());
   fill_normal(v, 12, 0, 0.0, 1.0);
   return v;
 }
@@ -37,7 +37,7 @@ Tensor three_steps(nn::Parameter& p, const MakeOptimizer& make) {
 template <typename MakeOptimizer>
 void expect_masked_equals_dense_restricted(const MakeOptimizer& make) {
   const int64_t n = 50;
-  Tensor indices = Tensor::from_vector<int64_t>({4}, {1, 7, 30, 49});
+  Tensor indices = Tensor::from_vector<int64_t>({4}, {1, 7, 30, 49}, Device::cpu());
   nn::Parameter dense("w", start_value(n));
   nn::Parameter masked("w", start_value(n));
   masked.train_entries(indices);
@@ -64,7 +64,7 @@ TEST(OptimizerMasks, MaskedSgdEqualsDenseSgdOnTheSelectedEntries) {
 
 TEST(OptimizerMasks, StateGrowsWithTheSelectionAndFrozenParametersHaveNone) {
   nn::Parameter masked("a", start_value(1000));
-  masked.train_entries(Tensor::from_vector<int64_t>({3}, {0, 500, 999}));
+  masked.train_entries(Tensor::from_vector<int64_t>({3}, {0, 500, 999}, Device::cpu()));
   nn::Parameter frozen("b", start_value(1000));
   frozen.freeze();
   nn::AdamW adamw({&masked, &frozen}, {});
@@ -105,8 +105,8 @@ TEST(OptimizerState, ExportedStateResumesBitExactly) {
 TEST(OptimizerState, MismatchedStateIsAClearError) {
   nn::Parameter p("w", start_value(20));
   nn::AdamW adamw({&p}, {});
-  std::map<std::string, Tensor> bad = {{"optim.w.steps", Tensor::from_vector<int64_t>({1}, {3})},
-                                       {"optim.w.slot0", Tensor::zeros({19})}};
+  std::map<std::string, Tensor> bad = {{"optim.w.steps", Tensor::from_vector<int64_t>({1}, {3}, Device::cpu())},
+                                       {"optim.w.slot0", Tensor::zeros({19}, DType::F32, Device::cpu())}};
   EXPECT_THROW(adamw.import_state("optim.", bad, "ckpt"), Error);
 }
 

@@ -35,7 +35,7 @@ std::string file_bytes(const std::string& header, const std::string& data = "") 
 
 // A tensor of `bytes` bytes whose content is 0, 1, 2, ... (mod 251).
 Tensor patterned(Shape shape, DType dtype, int seed) {
-  Tensor t(std::move(shape), dtype);
+  Tensor t(std::move(shape), dtype, vitune::Device::cpu());
   auto* p = static_cast<unsigned char*>(t.raw());
   for (size_t i = 0; i < t.nbytes(); ++i) p[i] = static_cast<unsigned char>((i * 7 + size_t(seed)) % 251);
   return t;
@@ -114,7 +114,7 @@ TEST(Safetensors, RoundTripOfEveryDtypeWithMetadata) {
 TEST(Safetensors, WritesTheBytesTheFormatPrescribes) {
   TempPath path_file("safetensors_known_bytes", ".safetensors");
   const std::string& path = path_file.str();
-  write_safetensors(path, {{"a", Tensor::from_vector<float>({2}, {1.0f, -2.0f})}}, {{"k", "v"}});
+  write_safetensors(path, {{"a", Tensor::from_vector<float>({2}, {1.0f, -2.0f}, vitune::Device::cpu())}}, {{"k", "v"}});
   // 79 bytes of JSON plus one space of padding: header length 80 = 0x50.
   std::string expected = std::string("\x50\0\0\0\0\0\0\0", 8) +
                          "{\"__metadata__\":{\"k\":\"v\"},"
@@ -168,7 +168,7 @@ TEST(Safetensors, MissingFileAndMissingTensorAreNamed) {
   }
   TempPath present_file("safetensors_present", ".safetensors");
   const std::string& present = present_file.str();
-  write_safetensors(present, {{"x", Tensor::from_vector<float>({1}, {1.0f})}});
+  write_safetensors(present, {{"x", Tensor::from_vector<float>({1}, {1.0f}, vitune::Device::cpu())}});
   SafetensorsFile file = read_safetensors(present);
   try {
     file.at("head.weight");
@@ -182,7 +182,7 @@ TEST(Safetensors, MissingFileAndMissingTensorAreNamed) {
 TEST(Safetensors, WriterRefusesBadNames) {
   TempPath path_file("safetensors_bad_names", ".safetensors");
   const std::string& path = path_file.str();
-  Tensor t = Tensor::from_vector<float>({1}, {1.0f});
+  Tensor t = Tensor::from_vector<float>({1}, {1.0f}, vitune::Device::cpu());
   EXPECT_THROW(write_safetensors(path, {{"", t}}), Error);
   EXPECT_THROW(write_safetensors(path, {{"__metadata__", t}}), Error);
   try {

@@ -46,12 +46,12 @@ TEST(Schedule, BadValuesAndNamesAreErrors) {
 }
 
 struct TwoParameters {
-  nn::Parameter qkv{"blocks.1.attn.qkv.weight", Tensor::zeros({2})};
-  nn::Parameter head{"head.weight", Tensor::zeros({2})};
+  nn::Parameter qkv{"blocks.1.attn.qkv.weight", Tensor::zeros({2}, DType::F32, Device::cpu())};
+  nn::Parameter head{"head.weight", Tensor::zeros({2}, DType::F32, Device::cpu())};
   std::vector<nn::Parameter*> all{&qkv, &head};
   TwoParameters() {
-    autograd::accumulate_grad(qkv.var(), Tensor::from_vector<float>({2}, {3, 4}));   // norm 5
-    autograd::accumulate_grad(head.var(), Tensor::from_vector<float>({2}, {0, 12}));  // norm 12
+    autograd::accumulate_grad(qkv.var(), Tensor::from_vector<float>({2}, {3, 4}, Device::cpu()));   // norm 5
+    autograd::accumulate_grad(head.var(), Tensor::from_vector<float>({2}, {0, 12}, Device::cpu()));  // norm 12
   }
 };
 

@@ -77,7 +77,7 @@ nn::TrainConfig train_config(int64_t steps, const std::string& checkpoint) {
 
 struct TrainingSetup {
   BandsDataset dataset;
-  nn::VisionTransformer model{tiny_config()};
+  nn::VisionTransformer model{tiny_config(), Device::cpu()};
   data::Loader loader{dataset, train_transform(), loader_options()};
   TrainingSetup() { model.init_weights(1); }
 };
@@ -192,7 +192,7 @@ TEST(Trainer, ATrainingCheckpointLoadsAsAModel) {
   std::string checkpoint = ::testing::TempDir() + "/as_model.safetensors";
   TrainingSetup run;
   nn::Trainer(run.model, train_config(2, checkpoint), run.loader).run(nullptr, nullptr);
-  nn::LoadedVit loaded = nn::load_vit(checkpoint);
+  nn::LoadedVit loaded = nn::load_vit(checkpoint, Device::cpu());
   EXPECT_TRUE(bitwise_equal(loaded.model->parameter("head.weight").value(), run.model.parameter("head.weight").value()));
   std::remove(checkpoint.c_str());
 }

@@ -9,7 +9,7 @@
 namespace vitune::testing {
 
 struct TinyVit {
-  nn::LoadedVit loaded = nn::load_vit(data_path("tiny_vit.safetensors"));
+  nn::LoadedVit loaded = nn::load_vit(data_path("tiny_vit.safetensors"), Device::cpu());
   nn::SafetensorsFile batch = nn::read_safetensors(data_path("tiny_images.safetensors"));
   nn::VisionTransformer& model() { return *loaded.model; }
   autograd::Variable images() const { return autograd::Variable(batch.at("images").clone()); }

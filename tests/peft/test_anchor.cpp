@@ -17,7 +17,7 @@ using testing::TempPath;
 nn::VitConfig small_config() { return testing::small_vit_config(2, 8, 2); }
 
 struct AnchorFixture : ::testing::Test {
-  AnchorFixture() : model(small_config()), stats(model) {
+  AnchorFixture() : model(small_config(), Device::cpu()), stats(model) {
     model.init_weights(9);
     stats.add_batch(testing::random_normal({3, 2, 8, 8}, DType::F32, 4, 0));
   }
@@ -48,7 +48,7 @@ TEST_F(AnchorFixture, MeanIsTheAverageAbsoluteInputOverTokensAndImages) {
           expected[size_t(c * 16 + (y % 4) * 4 + x % 4)] += std::fabs(images.item(((b * 2 + c) * 8 + y) * 8 + x)) / 12;
   const auto means = stats.means();
   EXPECT_EQ(means[0].first, "patch_embed.proj.weight");
-  EXPECT_TRUE(testing::tensors_close(means[0].second, Tensor::from_vector({32}, expected), testing::kF64Exact));
+  EXPECT_TRUE(testing::tensors_close(means[0].second, Tensor::from_vector({32}, expected, Device::cpu()), testing::kF64Exact));
   EXPECT_EQ(means.size(), 9u);
   EXPECT_EQ(means[8].first, "blocks.1.mlp.fc2.weight");
   EXPECT_EQ(means[8].second.dim(0), 32);  // hidden = 4 * dim
@@ -101,7 +101,7 @@ TEST_F(AnchorFixture, RefusesMissingLayersWrongDtypesAndNegativeMeans) {
   expect_error({"blocks.0.mlp.fc1.weight[2]"});
 
   auto extra = means;
-  extra.emplace_back("norm.weight", Tensor::zeros({8}, DType::F64));
+  extra.emplace_back("norm.weight", Tensor::zeros({8}, DType::F64, Device::cpu()));
   nn::write_safetensors(path.str(), extra, metadata);
   expect_error({"norm.weight"});
 

@@ -41,14 +41,14 @@ TEST(SpectralNorm, MatchesPyTorchSvd) {
 }
 
 TEST(SpectralNorm, KnownValuesAndBadInput) {
-  Tensor diagonal = Tensor::zeros({3, 4}, DType::F64);
+  Tensor diagonal = Tensor::zeros({3, 4}, DType::F64, Device::cpu());
   diagonal.data<double>()[0] = -2.0;
   diagonal.data<double>()[5] = 7.0;
   diagonal.data<double>()[10] = 3.0;
   EXPECT_NEAR(peft::spectral_norm(diagonal), 7.0, 7e-6);
-  EXPECT_EQ(peft::spectral_norm(Tensor::zeros({5, 2})), 0.0);
-  EXPECT_THROW(peft::spectral_norm(Tensor::zeros({2, 2, 2})), Error);
-  Tensor bad = Tensor::zeros({2, 2});
+  EXPECT_EQ(peft::spectral_norm(Tensor::zeros({5, 2}, DType::F32, Device::cpu())), 0.0);
+  EXPECT_THROW(peft::spectral_norm(Tensor::zeros({2, 2, 2}, DType::F32, Device::cpu())), Error);
+  Tensor bad = Tensor::zeros({2, 2}, DType::F32, Device::cpu());
   bad.data<float>()[1] = NAN;
   EXPECT_THROW(peft::spectral_norm(bad), Error);
 }
@@ -67,7 +67,7 @@ TEST(Bounds, LayerNormBoundHoldsForRandomPairs) {
   const int64_t tokens = 5, dim = 8;
   for (uint64_t seed : {1, 2, 3}) {
     for (double scale : {0.01, 1.0, 100.0}) {
-      nn::LayerNorm norm("ln", dim, 1e-6);
+      nn::LayerNorm norm("ln", dim, 1e-6, Device::cpu());
       fill_normal(norm.weight.mutable_value(), seed, 100, 1.0, 0.5);
       fill_normal(norm.bias.mutable_value(), seed, 101, 0.0, 0.5);
       Tensor x = random_normal({tokens, dim}, DType::F32, seed, 0, 0.0, scale);
@@ -89,7 +89,7 @@ TEST(Bounds, LayerNormBoundHoldsForRandomPairs) {
 TEST(Bounds, LinearAndGeluBoundsHoldForRandomPairs) {
   for (uint64_t seed : {4, 5, 6}) {
     for (double scale : {0.1, 1.0, 10.0}) {
-      nn::Linear fc("fc", 6, 9);
+      nn::Linear fc("fc", 6, 9, Device::cpu());
       fill_normal(fc.weight.mutable_value(), seed, 100, 0.0, 0.5);
       fill_normal(fc.bias.mutable_value(), seed, 101, 0.0, 0.5);
       Tensor x = random_normal({4, 6}, DType::F32, seed, 0, 0.0, scale);
@@ -110,7 +110,7 @@ TEST(Bounds, AttentionBoundHoldsForRandomPairs) {
   for (uint64_t seed : {7, 8, 9}) {
     for (double weight_scale : {0.3, 1.0, 3.0}) {
       for (double input_scale : {0.1, 1.0, 4.0}) {
-        nn::MultiHeadAttention attn("attn", dim, 2);
+        nn::MultiHeadAttention attn("attn", dim, 2, Device::cpu());
         fill_normal(attn.qkv.weight.mutable_value(), seed, 100, 0.0, weight_scale / std::sqrt(double(dim)));
         fill_normal(attn.qkv.bias.mutable_value(), seed, 101, 0.0, weight_scale);
         fill_normal(attn.proj.weight.mutable_value(), seed, 102, 0.0, 1.0 / std::sqrt(double(dim)));
@@ -132,7 +132,7 @@ TEST(Bounds, AttentionBoundHoldsForRandomPairs) {
 // The largest measured ratio of every layer is below its bound, on the tiny ViT with
 // images of several seeds and scales, for both protocols.
 TEST(Bounds, EveryLayerBoundHoldsOnTheTinyVit) {
-  nn::LoadedVit loaded = nn::load_vit(data_path("tiny_vit.safetensors"));
+  nn::LoadedVit loaded = nn::load_vit(data_path("tiny_vit.safetensors"), Device::cpu());
   for (uint64_t seed : {1, 2}) {
     for (double scale : {0.2, 1.0, 5.0}) {
       Tensor images = random_normal({5, 3, 16, 16}, DType::F32, seed, 0, 0.0, scale);

@@ -10,7 +10,7 @@ namespace {
 SelectionMask make_mask(const std::string& hash, std::vector<std::pair<std::string, std::vector<int64_t>>> lists) {
   SelectionMask mask;
   for (auto& [name, list] : lists) {
-    mask.selected.emplace_back(name, Tensor::from_vector<int64_t>({int64_t(list.size())}, list));
+    mask.selected.emplace_back(name, Tensor::from_vector<int64_t>({int64_t(list.size())}, list, Device::cpu()));
   }
   mask.metadata["model_hash"] = hash;
   return mask;

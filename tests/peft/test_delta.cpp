@@ -15,7 +15,7 @@
 namespace vitune::testing {
 namespace {
 
-std::unique_ptr<nn::VisionTransformer> tiny() { return nn::load_vit(data_path("tiny_vit.safetensors")).model; }
+std::unique_ptr<nn::VisionTransformer> tiny() { return nn::load_vit(data_path("tiny_vit.safetensors"), Device::cpu()).model; }
 
 // The tiny ViT "finetuned": a new 5-class head, a few changed entries, one +0 -> -0.
 std::unique_ptr<nn::VisionTransformer> finetuned() {
@@ -125,36 +125,36 @@ void expect_bad_delta(const std::string& what, const std::function<void(nn::Safe
 TEST(Delta, BadDeltaFilesAreClearErrors) {
   const std::string qkv = "blocks.0.attn.qkv.weight";
   expect_bad_delta("unsorted indices", [&](nn::SafetensorsFile& f) {
-    f.tensors["indices:" + qkv] = Tensor::from_vector<int64_t>({2}, {777, 0});
+    f.tensors["indices:" + qkv] = Tensor::from_vector<int64_t>({2}, {777, 0}, Device::cpu());
   }, "not sorted and unique");
   expect_bad_delta("duplicate index", [&](nn::SafetensorsFile& f) {
-    f.tensors["indices:" + qkv] = Tensor::from_vector<int64_t>({2}, {5, 5});
+    f.tensors["indices:" + qkv] = Tensor::from_vector<int64_t>({2}, {5, 5}, Device::cpu());
   }, "not sorted and unique");
   expect_bad_delta("index out of range", [&](nn::SafetensorsFile& f) {
-    f.tensors["indices:" + qkv] = Tensor::from_vector<int64_t>({2}, {0, 96 * 32});
+    f.tensors["indices:" + qkv] = Tensor::from_vector<int64_t>({2}, {0, 96 * 32}, Device::cpu());
   }, "beyond the 3072 entries");
   expect_bad_delta("negative index", [&](nn::SafetensorsFile& f) {
-    f.tensors["indices:" + qkv] = Tensor::from_vector<int64_t>({2}, {-1, 3});
+    f.tensors["indices:" + qkv] = Tensor::from_vector<int64_t>({2}, {-1, 3}, Device::cpu());
   }, "negative index");
   expect_bad_delta("values count", [&](nn::SafetensorsFile& f) {
-    f.tensors["values:" + qkv] = Tensor::from_vector<float>({3}, {1, 2, 3});
+    f.tensors["values:" + qkv] = Tensor::from_vector<float>({3}, {1, 2, 3}, Device::cpu());
   }, "to match its indices");
   expect_bad_delta("index dtype", [&](nn::SafetensorsFile& f) {
-    f.tensors["indices:" + qkv] = Tensor::from_vector<float>({2}, {0, 777});
+    f.tensors["indices:" + qkv] = Tensor::from_vector<float>({2}, {0, 777}, Device::cpu());
   }, "1-D i64 index list");
   expect_bad_delta("unknown tensor", [&](nn::SafetensorsFile& f) {
-    f.tensors["indices:blocks.9.attn.qkv.weight"] = Tensor::from_vector<int64_t>({1}, {0});
-    f.tensors["values:blocks.9.attn.qkv.weight"] = Tensor::from_vector<float>({1}, {0});
+    f.tensors["indices:blocks.9.attn.qkv.weight"] = Tensor::from_vector<int64_t>({1}, {0}, Device::cpu());
+    f.tensors["values:blocks.9.attn.qkv.weight"] = Tensor::from_vector<float>({1}, {0}, Device::cpu());
     f.names.push_back("indices:blocks.9.attn.qkv.weight");
     f.names.push_back("values:blocks.9.attn.qkv.weight");
     f.metadata["changed_entries"] = "5";
   }, "names no parameter");
   expect_bad_delta("whole tensor shape", [&](nn::SafetensorsFile& f) {
-    f.tensors["whole:head.weight"] = Tensor::zeros({4, 32});
+    f.tensors["whole:head.weight"] = Tensor::zeros({4, 32}, DType::F32, Device::cpu());
     f.metadata["whole_entries"] = std::to_string(4 * 32 + 5);
   }, "whole:head.weight");
   expect_bad_delta("stray name", [&](nn::SafetensorsFile& f) {
-    f.tensors["head.weight"] = Tensor::zeros({5, 32});
+    f.tensors["head.weight"] = Tensor::zeros({5, 32}, DType::F32, Device::cpu());
     f.names.push_back("head.weight");
   }, "neither");
   expect_bad_delta("counts", [&](nn::SafetensorsFile& f) { f.metadata["changed_entries"] = "7"; },
@@ -163,7 +163,7 @@ TEST(Delta, BadDeltaFilesAreClearErrors) {
   expect_bad_delta("not a delta", [&](nn::SafetensorsFile& f) { f.metadata["format"] = "vitune-selection-mask"; },
                    "not a vitune delta");
   expect_bad_delta("changed value", [&](nn::SafetensorsFile& f) {
-    f.tensors["values:" + qkv] = Tensor::from_vector<float>({2}, {1e3f, 1e3f});
+    f.tensors["values:" + qkv] = Tensor::from_vector<float>({2}, {1e3f, 1e3f}, Device::cpu());
   }, "rebuilt model's backbone hash");
 }
 

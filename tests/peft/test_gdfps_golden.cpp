@@ -25,7 +25,7 @@ constexpr testing::Tolerance kScoreTolerance{1e-6, 1e-4};
 
 struct Golden {
   nn::SafetensorsFile file = nn::read_safetensors(data_path("gdfps_tiny.safetensors"));
-  nn::LoadedVit model = nn::load_vit(data_path("tiny_vit.safetensors"));
+  nn::LoadedVit model = nn::load_vit(data_path("tiny_vit.safetensors"), Device::cpu());
   int64_t k = std::stoll(file.metadata.at("k"));
 };
 

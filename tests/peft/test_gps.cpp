@@ -51,7 +51,7 @@ data::Transform train_view() {
 // Rows [begin, end) of the dataset through `view` with the loader's random key.
 Tensor images_by_hand(const data::Dataset& dataset, const data::Transform& view, uint64_t seed, int64_t begin,
                       int64_t end) {
-  Tensor out({end - begin, 3, 16, 16}, DType::F32);
+  Tensor out({end - begin, 3, 16, 16}, DType::F32, Device::cpu());
   for (int64_t i = begin; i < end; ++i) {
     out.rows(i - begin, i - begin + 1).copy_from(view.apply(dataset.load(i), {seed, 0, i}).reshape({1, 3, 16, 16}));
   }
@@ -61,7 +61,7 @@ Tensor images_by_hand(const data::Dataset& dataset, const data::Transform& view,
 Tensor labels_by_hand(const data::Dataset& dataset, int64_t begin, int64_t end) {
   std::vector<int64_t> labels;
   for (int64_t i = begin; i < end; ++i) labels.push_back(dataset.label(i));
-  return Tensor::from_vector<int64_t>({end - begin}, labels);
+  return Tensor::from_vector<int64_t>({end - begin}, labels, Device::cpu());
 }
 
 peft::GpsBatchSource source_of(std::vector<peft::GpsBatch> batches) {
@@ -102,7 +102,7 @@ TEST(Gps, ScoringOneWeightGivesItsValuesFromScoringAll) {
 TEST(Gps, RestoresFreezeStatesAndDropsGradients) {
   auto model = gps_tiny_vit();
   model->cls_token.freeze();
-  model->parameter("blocks.0.attn.qkv.weight").train_entries(Tensor::from_vector<int64_t>({3}, {1, 5, 9}));
+  model->parameter("blocks.0.attn.qkv.weight").train_entries(Tensor::from_vector<int64_t>({3}, {1, 5, 9}, Device::cpu()));
   model->parameter("head.weight").freeze();
   auto check = [&](const std::string& when) {
     for (const nn::Parameter* p : model->parameters()) {

@@ -20,7 +20,7 @@ inline const nn::SafetensorsFile& gps_golden() {
 
 // The tiny ViT with the golden head, every parameter converted to `dtype`.
 inline std::unique_ptr<nn::VisionTransformer> gps_tiny_vit(DType dtype = DType::F32) {
-  std::unique_ptr<nn::VisionTransformer> model = nn::load_vit(data_path("tiny_vit.safetensors")).model;
+  std::unique_ptr<nn::VisionTransformer> model = nn::load_vit(data_path("tiny_vit.safetensors"), Device::cpu()).model;
   model->head->weight.mutable_value() = gps_golden().at("head.weight").clone();
   model->head->bias.mutable_value() = gps_golden().at("head.bias").clone();
   for (nn::Parameter* p : model->parameters()) p->mutable_value() = p->value().to(dtype).clone();

@@ -17,10 +17,10 @@ using testing::TempPath;
 nn::VitConfig small_config() { return testing::small_vit_config(1, 8, 1); }
 
 struct MaskFixture : ::testing::Test {
-  MaskFixture() : model(small_config()) {
+  MaskFixture() : model(small_config(), Device::cpu()) {
     model.init_weights(5);
-    mask.selected = {{"blocks.0.attn.qkv.weight", Tensor::from_vector<int64_t>({3}, {0, 9, 191})},
-                     {"blocks.0.mlp.fc2.weight", Tensor::from_vector<int64_t>({2}, {4, 5})}};
+    mask.selected = {{"blocks.0.attn.qkv.weight", Tensor::from_vector<int64_t>({3}, {0, 9, 191}, Device::cpu())},
+                     {"blocks.0.mlp.fc2.weight", Tensor::from_vector<int64_t>({2}, {4, 5}, Device::cpu())}};
     mask.fully_trainable = {"blocks.0.mlp.fc2.bias", "head.weight", "head.bias"};
     mask.metadata = {{"method", "gdfps"}, {"k", "2"}, {"model_hash", backbone_hash(model)}, {"seed", "0"}};
   }
@@ -80,24 +80,24 @@ TEST_F(MaskFixture, ApplySetsEveryFreezeState) {
 }
 
 TEST_F(MaskFixture, RefusesUnsortedIndices) {
-  write_raw_mask({{"blocks.0.attn.qkv.weight", Tensor::from_vector<int64_t>({3}, {0, 12, 9})}}, file_metadata());
+  write_raw_mask({{"blocks.0.attn.qkv.weight", Tensor::from_vector<int64_t>({3}, {0, 12, 9}, Device::cpu())}}, file_metadata());
   expect_load_error("not sorted");
 }
 
 TEST_F(MaskFixture, RefusesDuplicateIndices) {
-  write_raw_mask({{"blocks.0.attn.qkv.weight", Tensor::from_vector<int64_t>({3}, {0, 9, 9})}}, file_metadata());
+  write_raw_mask({{"blocks.0.attn.qkv.weight", Tensor::from_vector<int64_t>({3}, {0, 9, 9}, Device::cpu())}}, file_metadata());
   expect_load_error("repeats index 9");
 }
 
 TEST_F(MaskFixture, RefusesNegativeIndices) {
-  write_raw_mask({{"blocks.0.attn.qkv.weight", Tensor::from_vector<int64_t>({2}, {-1, 9})}}, file_metadata());
+  write_raw_mask({{"blocks.0.attn.qkv.weight", Tensor::from_vector<int64_t>({2}, {-1, 9}, Device::cpu())}}, file_metadata());
   expect_load_error("negative index -1");
 }
 
 TEST_F(MaskFixture, RefusesAWrongDtypeOrRank) {
-  write_raw_mask({{"blocks.0.attn.qkv.weight", Tensor::from_vector<float>({2}, {0, 9})}}, file_metadata());
+  write_raw_mask({{"blocks.0.attn.qkv.weight", Tensor::from_vector<float>({2}, {0, 9}, Device::cpu())}}, file_metadata());
   expect_load_error("expected i64[n]");
-  write_raw_mask({{"blocks.0.attn.qkv.weight", Tensor::from_vector<int64_t>({1, 2}, {0, 9})}}, file_metadata());
+  write_raw_mask({{"blocks.0.attn.qkv.weight", Tensor::from_vector<int64_t>({1, 2}, {0, 9}, Device::cpu())}}, file_metadata());
   expect_load_error("expected i64[n]");
 }
 
@@ -111,7 +111,7 @@ TEST_F(MaskFixture, RefusesMissingMetadata) {
 }
 
 TEST_F(MaskFixture, RefusesOutOfRangeIndicesWhenApplied) {
-  mask.selected[0].second = Tensor::from_vector<int64_t>({2}, {3, 192});  // qkv has 24 x 8 = 192 entries
+  mask.selected[0].second = Tensor::from_vector<int64_t>({2}, {3, 192}, Device::cpu());  // qkv has 24 x 8 = 192 entries
   save_mask(path.str(), mask);
   const SelectionMask back = load_mask(path.str());
   try {
@@ -127,7 +127,7 @@ TEST_F(MaskFixture, RefusesOutOfRangeIndicesWhenApplied) {
 
 TEST_F(MaskFixture, RefusesAnotherModel) {
   save_mask(path.str(), mask);
-  nn::VisionTransformer other(small_config());
+  nn::VisionTransformer other(small_config(), Device::cpu());
   other.init_weights(6);
   try {
     apply_mask(other, load_mask(path.str()), path.str());

@@ -13,7 +13,7 @@ namespace {
 nn::VitConfig small_config() { return testing::small_vit_config(1, 16, 1); }
 
 TEST(BackboneHash, EqualForEqualWeightsAndBlindToTheHead) {
-  nn::VisionTransformer a(small_config()), b(small_config());
+  nn::VisionTransformer a(small_config(), Device::cpu()), b(small_config(), Device::cpu());
   a.init_weights(7);
   b.init_weights(7);
   EXPECT_EQ(backbone_hash(a), backbone_hash(b));
@@ -23,7 +23,7 @@ TEST(BackboneHash, EqualForEqualWeightsAndBlindToTheHead) {
 }
 
 TEST(BackboneHash, ChangesWithOneBitOfAnyBackboneWeight) {
-  nn::VisionTransformer a(small_config());
+  nn::VisionTransformer a(small_config(), Device::cpu());
   a.init_weights(7);
   const std::string base = backbone_hash(a);
   for (nn::Parameter* p : a.parameters()) {

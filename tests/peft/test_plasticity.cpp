@@ -89,7 +89,7 @@ TEST(PlasticityPairs, LinearMapRatiosMatchTheClosedForm) {
   for (DType dtype : {DType::F64, DType::F32}) {
     Tensor x = random_normal({batch, tokens, in}, dtype, 11, 0);
     Tensor w = random_normal({out, in}, DType::F64, 11, 1);
-    Tensor y({batch, tokens, out}, dtype);
+    Tensor y({batch, tokens, out}, dtype, Device::cpu());
     for (int64_t t = 0; t < batch * tokens; ++t)
       for (int64_t j = 0; j < out; ++j) {
         double sum = 0;
@@ -139,7 +139,7 @@ TEST(PlasticityPairs, IdenticalInputsAreSkippedNotDividedByZero) {
 
 // LayerNorm (gamma = `gamma`, beta = 0, eps 1e-6) of a batch [B, n, d].
 Tensor layer_norm(const Tensor& x, double gamma) {
-  nn::LayerNorm norm("ln", x.dim(-1), 1e-6);
+  nn::LayerNorm norm("ln", x.dim(-1), 1e-6, Device::cpu());
   norm.weight.mutable_value().fill(gamma);
   autograd::NoGradGuard no_grad;
   return norm.forward(autograd::Variable(x)).value();
@@ -156,7 +156,7 @@ TEST(PlasticityPairs, LayerNormIgnoresScaleAndShift) {
   // LN(a x + c) = LN(x) for a > 0 when gamma = 1, beta = 0 (eps aside): the pair
   // (x, a x + c) has plasticity 0 however far apart the two are.
   Tensor x = random_normal({1, 4, 16}, DType::F32, 9, 0);
-  Tensor pair({2, 4, 16}, DType::F32);
+  Tensor pair({2, 4, 16}, DType::F32, Device::cpu());
   for (int64_t i = 0; i < 64; ++i) {
     pair.data<float>()[i] = x.data<float>()[i];
     pair.data<float>()[64 + i] = 3.0f * x.data<float>()[i] + 5.0f;
@@ -209,7 +209,7 @@ TEST(PlasticityStats, MergeEqualsOneStream) {
 
 struct Golden {
   nn::SafetensorsFile file = nn::read_safetensors(data_path("plasticity_golden.safetensors"));
-  nn::LoadedVit model = nn::load_vit(data_path("tiny_vit.safetensors"));
+  nn::LoadedVit model = nn::load_vit(data_path("tiny_vit.safetensors"), Device::cpu());
   const Tensor& at(const std::string& name) const { return file.at(name); }
 };
 
@@ -275,7 +275,7 @@ TEST(PlasticityGolden, ProtocolsRejectTheOtherEntryPointAndBadImages) {
   Golden golden;
   peft::PlasticityMeter paper(*golden.model.model, {peft::PlasticityProtocol::Paper, true});
   EXPECT_THROW(paper.add_paired_batch(golden.at("images"), golden.at("images")), Error);
-  EXPECT_THROW(paper.add_batch(Tensor::zeros({2, 1, 16, 16})), Error);
+  EXPECT_THROW(paper.add_batch(Tensor::zeros({2, 1, 16, 16}, DType::F32, Device::cpu())), Error);
   peft::PlasticityMeter reference(*golden.model.model, {peft::PlasticityProtocol::Reference, true});
   EXPECT_THROW(reference.add_batch(golden.at("images")), Error);
   EXPECT_THROW(reference.add_paired_batch(golden.at("images").rows(0, 3), golden.at("images")), Error);

@@ -26,7 +26,7 @@ nn::VitConfig small_config() { return testing::small_vit_config(1, 16, 2); }
 TEST(TopKPerRow, TiesGoToTheLowerColumn) {
   // Row 0: 2.0 at columns 1, 2 and 3; K = 2 takes columns 1 and 2.
   // Row 1: all equal; K = 2 takes columns 0 and 1.
-  const Tensor scores = Tensor::from_vector<double>({2, 4}, {1, 2, 2, 2, 5, 5, 5, 5});
+  const Tensor scores = Tensor::from_vector<double>({2, 4}, {1, 2, 2, 2, 5, 5, 5, 5}, Device::cpu());
   const RowSelection s = top_k_per_row(scores, 2);
   EXPECT_EQ(indices_of(s), (std::vector<int64_t>{1, 2, 4, 5}));
   EXPECT_EQ(s.short_rows, 0);
@@ -34,7 +34,7 @@ TEST(TopKPerRow, TiesGoToTheLowerColumn) {
 
 TEST(TopKPerRow, NaNAndInfiniteScoresAreNeverSelected) {
   const Tensor scores =
-      Tensor::from_vector<double>({3, 4}, {kInf, 1, kNaN, 0.5, -kInf, -3, -1, kNaN, kNaN, kInf, -kInf, 7});
+      Tensor::from_vector<double>({3, 4}, {kInf, 1, kNaN, 0.5, -kInf, -3, -1, kNaN, kNaN, kInf, -kInf, 7}, Device::cpu());
   const RowSelection s = top_k_per_row(scores, 3);
   // Row 0: finite 1 (col 1), 0.5 (col 3) -> short. Row 1: -1, -3 -> short. Row 2: 7 -> short.
   EXPECT_EQ(indices_of(s), (std::vector<int64_t>{1, 3, 5, 6, 11}));
@@ -60,21 +60,21 @@ TEST(TopKPerRow, MatchesANaiveSortAndClampsKToTheRowLength) {
 
 TEST(MagnitudeSelection, TakesTheLargestAbsoluteWeightsOfEachRow) {
   // A patch-shaped weight [2, 1, 2, 2] read as [2, 4].
-  const Tensor weight = Tensor::from_vector<float>({2, 1, 2, 2}, {0.5f, -3, 2, -0.1f, 1, -1, 0.25f, 1});
+  const Tensor weight = Tensor::from_vector<float>({2, 1, 2, 2}, {0.5f, -3, 2, -0.1f, 1, -1, 0.25f, 1}, Device::cpu());
   // Row 0: |-3| (col 1), 2 (col 2). Row 1: 1, -1, 1 tie; K = 2 keeps cols 0 and 1.
   EXPECT_EQ(indices_of(magnitude_per_row(weight, 2)), (std::vector<int64_t>{1, 2, 4, 5}));
 }
 
 TEST(FeatureGrowth, ZeroAnchorRule) {
-  const Tensor down = Tensor::from_vector<double>({4}, {3, 0, 2, 0.5});
-  const Tensor anchor = Tensor::from_vector<double>({4}, {1.5, 0, 0, 1});
+  const Tensor down = Tensor::from_vector<double>({4}, {3, 0, 2, 0.5}, Device::cpu());
+  const Tensor anchor = Tensor::from_vector<double>({4}, {1.5, 0, 0, 1}, Device::cpu());
   const Tensor growth = feature_growth(down, anchor);
   EXPECT_EQ(growth.item(0), 1.0);   // 3 / 1.5 - 1
   EXPECT_EQ(growth.item(1), 0.0);   // 0 / 0: no growth
   EXPECT_EQ(growth.item(2), kInf);  // unbounded growth: never selected
   EXPECT_EQ(growth.item(3), -0.5);  // shrinking feature: negative
   // W row [2, 1, 4, 8] -> scores [2, 0, inf, -4]; K = 3 takes columns 0, 1, 3.
-  const Tensor weight = Tensor::from_vector<float>({1, 4}, {-2, 1, 4, 8});
+  const Tensor weight = Tensor::from_vector<float>({1, 4}, {-2, 1, 4, 8}, Device::cpu());
   const Tensor scores = gdfps_scores(weight, growth);
   EXPECT_EQ(scores.item(0), 2.0);
   EXPECT_EQ(scores.item(3), -4.0);
@@ -85,9 +85,9 @@ TEST(FeatureGrowth, ZeroAnchorRule) {
 }
 
 TEST(FeatureGrowth, RejectsMismatchedStatistics) {
-  EXPECT_THROW(feature_growth(Tensor::zeros({3}, DType::F64), Tensor::zeros({4}, DType::F64)), Error);
-  EXPECT_THROW(feature_growth(Tensor::zeros({3}), Tensor::zeros({3})), Error);
-  EXPECT_THROW(gdfps_scores(Tensor::zeros({2, 5}), Tensor::zeros({4}, DType::F64)), Error);
+  EXPECT_THROW(feature_growth(Tensor::zeros({3}, DType::F64, Device::cpu()), Tensor::zeros({4}, DType::F64, Device::cpu())), Error);
+  EXPECT_THROW(feature_growth(Tensor::zeros({3}, DType::F32, Device::cpu()), Tensor::zeros({3}, DType::F32, Device::cpu())), Error);
+  EXPECT_THROW(gdfps_scores(Tensor::zeros({2, 5}, DType::F32, Device::cpu()), Tensor::zeros({4}, DType::F64, Device::cpu())), Error);
 }
 
 TEST(RandomSelection, DeterministicPerSeedAndDifferentAcrossSeeds) {
@@ -135,7 +135,7 @@ TEST(SelectionPolicy, NamePatterns) {
 }
 
 TEST(SelectionPolicy, DefaultSelectsLinearWeightsAndTrainsTheirBiasesAndTheHead) {
-  nn::VisionTransformer model(small_config());
+  nn::VisionTransformer model(small_config(), Device::cpu());
   const PolicyTargets targets = resolve_policy(model, SelectionPolicy::gps_default());
   EXPECT_EQ(targets.selectable,
             (std::vector<std::string>{"patch_embed.proj.weight", "blocks.0.attn.qkv.weight",
@@ -152,7 +152,7 @@ TEST(SelectionPolicy, DefaultSelectsLinearWeightsAndTrainsTheirBiasesAndTheHead)
 }
 
 TEST(SelectionPolicy, RejectsPatternsThatMatchNothingOverlapOrSelectNonLinearWeights) {
-  nn::VisionTransformer model(small_config());
+  nn::VisionTransformer model(small_config(), Device::cpu());
   SelectionPolicy typo = SelectionPolicy::gps_default();
   typo.full.push_back("blocks.*.mlp.fc3.bias");
   EXPECT_THROW(resolve_policy(model, typo), Error);
@@ -165,7 +165,7 @@ TEST(SelectionPolicy, RejectsPatternsThatMatchNothingOverlapOrSelectNonLinearWei
 }
 
 TEST(SelectionPolicy, AssembledMaskRecordsTheSelectionAndMetadata) {
-  nn::VisionTransformer model(small_config());
+  nn::VisionTransformer model(small_config(), Device::cpu());
   model.init_weights(3);
   const SelectionPolicy policy = SelectionPolicy::gps_default();
   const PolicyTargets targets = resolve_policy(model, policy);

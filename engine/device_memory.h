@@ -1,5 +1,7 @@
-// Device memory and transfers, as the host side of the engine (allocator, Tensor) sees
-// them. In a build without CUDA every function throws a vitune::Error that says so.
+// Device memory and transfers, as the device-neutral engine (allocator, Tensor) sees
+// them: the interface the CUDA backend implements (engine/cuda/device_memory.cu). In a
+// build without CUDA (engine/cuda/no_cuda.cpp) every function throws a vitune::Error that
+// says so. Host memory, of the cpu and the emulated device alike, is the allocator's own.
 #pragma once
 
 #include <cstddef>
@@ -21,18 +23,14 @@ int64_t device_cached_bytes(int device);
 // Frees every cached block of every device.
 void release_device_cache();
 
-// Copies `bytes` between any two of host and CUDA devices; returns when the copy is
-// complete (so host memory may be reused at once).
+// Copies `bytes` between any two of host and CUDA devices (a host side is given as
+// Device::cpu()); returns when the copy is complete (so host memory may be reused at
+// once).
 void copy_bytes(void* destination, Device destination_device, const void* source, Device source_device,
                 size_t bytes);
 // Sets `bytes` bytes at `pointer` on CUDA device `device` to zero (stream-ordered).
 void zero_bytes(void* pointer, int device, size_t bytes);
 // Waits until all work queued on `device` is done (for timings and before host reads).
 void synchronize(int device);
-
-// cuBLAS GEMMs in TF32 (tensor cores, 10-bit mantissa products) instead of full fp32.
-// Off by default; the --tf32 flag of the commands turns it on.
-void set_tf32(bool enabled);
-bool tf32_enabled();
 
 }  // namespace vitune::cuda
