@@ -166,7 +166,7 @@ void add_demo_command(CLI::App& app) {
   command->add_option("--jobs", options->jobs, "Steps run side by side, one thread each")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
-  command->add_option("--device", options->device, "Where every step computes: cpu, cuda or cuda:N")
+  command->add_option("--device", options->device, "Where every step computes: cpu, cuda, cuda:N or emulated")
       ->capture_default_str();
   command->callback([options] {
     parse_device(options->device, "--device");

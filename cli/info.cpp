@@ -5,7 +5,6 @@
 
 #include "cli/commands.h"
 #include "cli/model_options.h"
-#include "engine/cpu/gemm_kernel.h"
 #include "engine/devices.h"
 #include "engine/parallel.h"
 #include "nn/components.h"

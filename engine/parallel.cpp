@@ -13,8 +13,6 @@
 #include <thread>
 #include <vector>
 
-#include "engine/cpu/blas.h"
-
 namespace vitune {
 
 namespace {
@@ -44,7 +42,6 @@ class ThreadPool {
     stopping_ = false;
     // New workers wait for the next job, not the last one that ran.
     for (int i = 1; i < n; ++i) workers_.emplace_back([this, i, g = generation_.load()] { work(i, g); });
-    blas_set_num_threads(1);  // GEMM panels are spread over this pool instead
   }
 
   void run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {

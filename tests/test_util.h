@@ -37,9 +37,11 @@ constexpr Tolerance kF32Forward{1e-5, 1e-4};
 constexpr Tolerance kF32Gradient{1e-5, 1e-3};
 constexpr Tolerance kF64Exact{1e-12, 1e-10};
 
-// Checks every element; reports the worst one, naming `what`.
-inline ::testing::AssertionResult tensors_close(const Tensor& actual, const Tensor& expected,
+// Checks every element; reports the worst one, naming `what`. Either tensor may be on
+// any device: both are read through one copy to the host.
+inline ::testing::AssertionResult tensors_close(const Tensor& actual_on_any, const Tensor& expected_on_any,
                                                 Tolerance tol, const std::string& what = "") {
+  const Tensor actual = actual_on_any.to(Device::cpu()), expected = expected_on_any.to(Device::cpu());
   if (actual.shape() != expected.shape()) {
     return ::testing::AssertionFailure()
            << what << ": shape " << shape_str(actual.shape()) << " vs expected "
@@ -63,8 +65,9 @@ inline ::testing::AssertionResult tensors_close(const Tensor& actual, const Tens
          << expected.item(worst) << " (tolerance " << tol.abs << " + " << tol.rel << "*|ref|)";
 }
 
-// Bitwise equality of two tensors' bytes.
-inline bool bitwise_equal(const Tensor& a, const Tensor& b) {
+// Bitwise equality of two tensors' bytes (on any devices, compared on the host).
+inline bool bitwise_equal(const Tensor& a_on_any, const Tensor& b_on_any) {
+  const Tensor a = a_on_any.to(Device::cpu()), b = b_on_any.to(Device::cpu());
   return a.shape() == b.shape() && a.dtype() == b.dtype() &&
          std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
 }
@@ -72,15 +75,17 @@ inline bool bitwise_equal(const Tensor& a, const Tensor& b) {
 // The elements of `t` as doubles, in index order.
 inline std::vector<double> values(const Tensor& t) { return t.to(DType::F64).to_vector<double>(); }
 
-// The largest |x - y| over the elements of two tensors of one element count.
-inline double max_difference(const Tensor& x, const Tensor& y) {
+// The largest |x - y| over the elements of two tensors of one element count (any devices).
+inline double max_difference(const Tensor& x_on_any, const Tensor& y_on_any) {
+  const Tensor x = x_on_any.to(Device::cpu()), y = y_on_any.to(Device::cpu());
   double worst = 0;
   for (int64_t i = 0; i < x.numel(); ++i) worst = std::max(worst, std::fabs(x.item(i) - y.item(i)));
   return worst;
 }
 
-// Sum of a * b over all elements, in double, in index order.
-inline double dot(const Tensor& a, const Tensor& b) {
+// Sum of a * b over all elements, in double, in index order (any devices).
+inline double dot(const Tensor& a_on_any, const Tensor& b_on_any) {
+  const Tensor a = a_on_any.to(Device::cpu()), b = b_on_any.to(Device::cpu());
   double sum = 0;
   for (int64_t i = 0; i < a.numel(); ++i) sum += a.item(i) * b.item(i);
   return sum;

@@ -6,7 +6,6 @@
 
 namespace vitune {
 
-void blas_set_num_threads(int n);
 // Name of the OpenBLAS kernel family in use ("SkylakeX", "Haswell", ...), for benches.
 const char* blas_core_name();
 

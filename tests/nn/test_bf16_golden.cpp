@@ -5,12 +5,14 @@
 // products of every linear layer), at near-fp32 tolerance, and torch.autocast("cpu",
 // bfloat16), which also keeps activations and the attention's products in bf16, at
 // bf16 tolerance. That autocast acts is shown by the fp32 run being far from both.
+// On every device.
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "engine/autocast.h"
+#include "device_test.h"
 #include "nn/optimizer.h"
 #include "vit_fixture.h"
 
@@ -92,17 +94,17 @@ void expect_close(const nn::SafetensorsFile& golden, const std::string& prefix, 
   }
 }
 
-class Bf16Golden : public ::testing::Test {
+class Bf16Golden : public OnDevice {
  protected:
   nn::SafetensorsFile golden = nn::read_safetensors(data_path("tiny_bf16.safetensors"));
-  TinyVit bf16_vit, fp32_vit;
+  TinyVit bf16_vit{device()}, fp32_vit{device()};
   TrainingRun bf16 = train(bf16_vit, true);
   TrainingRun fp32 = train(fp32_vit, false);
 };
 
 // vitune's semantics written independently in PyTorch: the same roundings, so only fp32
 // accumulation order differs. The fp32 run is far away where the runs agree exactly.
-TEST_F(Bf16Golden, AutocastTrainingMatchesTheSameSemanticsInPyTorch) {
+TEST_P(Bf16Golden, AutocastTrainingMatchesTheSameSemanticsInPyTorch) {
   EXPECT_FALSE(autocast_bf16());  // the scopes of the runs ended
   expect_close(golden, "emulated.", bf16, bf16_vit, kEmulated);
   const Tensor& losses = golden.at("emulated.losses");
@@ -120,13 +122,15 @@ TEST_F(Bf16Golden, AutocastTrainingMatchesTheSameSemanticsInPyTorch) {
 // torch.autocast itself, which also keeps activations and the attention's products in
 // bf16: agreement at bf16 level, and the autocast run's logits and weights closer than
 // fp32's (its losses are not: activation rounding dominates them).
-TEST_F(Bf16Golden, AutocastTrainingMatchesPyTorchAutocastAtBf16Level) {
+TEST_P(Bf16Golden, AutocastTrainingMatchesPyTorchAutocastAtBf16Level) {
   expect_close(golden, "autocast.", bf16, bf16_vit, kAutocast);
   const Distances autocast = distances(golden, "autocast.", bf16, bf16_vit);
   const Distances plain = distances(golden, "autocast.", fp32, fp32_vit);
   EXPECT_GT(plain.logits, autocast.logits) << "fp32 " << plain.logits << ", bf16 " << autocast.logits;
   EXPECT_GT(plain.weights, autocast.weights) << "fp32 " << plain.weights << ", bf16 " << autocast.weights;
 }
+
+VITUNE_ON_EVERY_DEVICE(Bf16Golden);
 
 }  // namespace
 }  // namespace vitune::testing

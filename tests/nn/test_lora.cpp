@@ -1,9 +1,11 @@
 // LoRA on the tiny ViT: forward and gradients against PyTorch (tools/make_lora_golden.py),
 // a float64 finite-difference check of the adapted linear layer, the freeze states and
-// trainable count, the initialisation, and the merged model against the adapted one.
+// trainable count, the initialisation, and the merged model against the adapted one; the
+// model-level tests on every device.
 #include <cmath>
 
 #include "engine/ops.h"
+#include "device_test.h"
 #include "nn/lora.h"
 #include "vit_fixture.h"
 
@@ -23,8 +25,10 @@ void add_golden_adapters(nn::VisionTransformer& model, const nn::SafetensorsFile
   }
 }
 
-TEST(Lora, ForwardLossAndGradientsMatchPyTorch) {
-  TinyVit vit;
+class LoraOnDevice : public OnDevice {};
+
+TEST_P(LoraOnDevice, ForwardLossAndGradientsMatchPyTorch) {
+  TinyVit vit(device());
   nn::SafetensorsFile golden = nn::read_safetensors(data_path("lora_tiny.safetensors"));
   add_golden_adapters(vit.model(), golden);
   autograd::Variable logits = vit.model().forward(vit.images());
@@ -44,8 +48,8 @@ TEST(Lora, ForwardLossAndGradientsMatchPyTorch) {
   EXPECT_EQ(compared, 2 * 2 * 2 + 2);  // A and B of qkv and fc1 in two blocks, the head
 }
 
-TEST(Lora, OnlyTheAdaptersAndTheHeadTrain) {
-  TinyVit vit;
+TEST_P(LoraOnDevice, OnlyTheAdaptersAndTheHeadTrain) {
+  TinyVit vit(device());
   nn::VisionTransformer& model = vit.model();
   model.add_lora({kRank, kAlpha, {nn::LoraTarget::Qkv, nn::LoraTarget::Proj, nn::LoraTarget::Fc1,
                                   nn::LoraTarget::Fc2}, 1});
@@ -70,8 +74,8 @@ TEST(Lora, OnlyTheAdaptersAndTheHeadTrain) {
   }
 }
 
-TEST(Lora, StartsAsTheBaseModelWithKaimingUniformA) {
-  TinyVit base, adapted;
+TEST_P(LoraOnDevice, StartsAsTheBaseModelWithKaimingUniformA) {
+  TinyVit base(device()), adapted(device());
   adapted.model().add_lora({kRank, kAlpha, {nn::LoraTarget::Qkv, nn::LoraTarget::Fc2}, 5});
   Tensor expected = base.model().forward(base.images()).value();
   Tensor actual = adapted.model().forward(adapted.images()).value();
@@ -84,7 +88,7 @@ TEST(Lora, StartsAsTheBaseModelWithKaimingUniformA) {
   EXPECT_GT(max_abs, 0.5 * bound);
   EXPECT_EQ(ops::sum_squares(adapted.model().parameter("blocks.0.mlp.fc2.lora_B").value()), 0.0);
   // Seeded: the same seed draws the same A, another seed another, and layers differ.
-  TinyVit again, other;
+  TinyVit again(device()), other(device());
   again.model().add_lora({kRank, kAlpha, {nn::LoraTarget::Qkv, nn::LoraTarget::Fc2}, 5});
   other.model().add_lora({kRank, kAlpha, {nn::LoraTarget::Qkv, nn::LoraTarget::Fc2}, 6});
   const std::string name = "blocks.1.attn.qkv.lora_A";
@@ -94,14 +98,14 @@ TEST(Lora, StartsAsTheBaseModelWithKaimingUniformA) {
                              adapted.model().parameter(name).value()));
 }
 
-TEST(Lora, MergedModelComputesTheAdaptedFunction) {
-  TinyVit vit;
+TEST_P(LoraOnDevice, MergedModelComputesTheAdaptedFunction) {
+  TinyVit vit(device());
   nn::SafetensorsFile golden = nn::read_safetensors(data_path("lora_tiny.safetensors"));
   add_golden_adapters(vit.model(), golden);
   Tensor adapted = vit.model().forward(vit.images()).value();
   vit.model().merge_lora();
   EXPECT_FALSE(vit.model().has_lora());
-  TinyVit plain;
+  TinyVit plain(device());
   ASSERT_EQ(vit.model().parameters().size(), plain.model().parameters().size());
   for (size_t i = 0; i < plain.model().parameters().size(); ++i) {
     EXPECT_EQ(vit.model().parameters()[i]->name(), plain.model().parameters()[i]->name());
@@ -168,6 +172,8 @@ TEST(Lora, BadOptionsAreClearErrors) {
     EXPECT_NE(std::string(e.what()).find("'mlp'"), std::string::npos) << e.what();
   }
 }
+
+VITUNE_ON_EVERY_DEVICE(LoraOnDevice);
 
 }  // namespace
 }  // namespace vitune::testing

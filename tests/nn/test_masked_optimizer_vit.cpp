@@ -1,12 +1,13 @@
-// Sparse finetuning of the tiny ViT through the whole tape: weights trainable at a set of
-// entries get their gradient from the linear layers' masked path (the FLOP counter shows
-// exactly 2 T per selected entry, no dense product), AdamW over several steps equals a
-// plain AdamW written here that updates only the selected entries from dense gradients,
-// and every unselected entry keeps its exact bits.
+// Sparse finetuning of the tiny ViT through the whole tape, on every device: weights
+// trainable at a set of entries get their gradient from the linear layers' masked path
+// (the FLOP counter shows exactly 2 T per selected entry, no dense product), AdamW over
+// several steps equals a plain AdamW written here on the host that updates only the
+// selected entries from dense gradients, and every unselected entry keeps its exact bits.
 #include <cmath>
 #include <map>
 
 #include "engine/flop_counter.h"
+#include "device_test.h"
 #include "nn/optimizer.h"
 #include "vit_fixture.h"
 
@@ -50,8 +51,10 @@ int64_t backward_flops(TinyVit& vit) {
 
 // The same tensors trained densely cost 2 T numel for their weight gradients; masked,
 // 2 T selected. Everything else in the two backward passes is the same work.
-TEST(MaskedFinetuning, MaskedWeightsTakeTheMaskedGradientPathOnly) {
-  TinyVit masked, dense;
+class MaskedFinetuning : public OnDevice {};
+
+TEST_P(MaskedFinetuning, MaskedWeightsTakeTheMaskedGradientPathOnly) {
+  TinyVit masked(device()), dense(device());
   auto selected = selection(masked.model());
   set_states(masked.model(), selected, true);
   set_states(dense.model(), selected, false);
@@ -68,13 +71,13 @@ TEST(MaskedFinetuning, MaskedWeightsTakeTheMaskedGradientPathOnly) {
   EXPECT_EQ(masked_flops, dense_flops - saved);
 }
 
-TEST(MaskedFinetuning, AdamWOnTheSelectionEqualsPlainAdamWFromDenseGradients) {
-  TinyVit masked, dense;
+TEST_P(MaskedFinetuning, AdamWOnTheSelectionEqualsPlainAdamWFromDenseGradients) {
+  TinyVit masked(device()), dense;  // the reference runs on the host
   auto selected = selection(masked.model());
   set_states(masked.model(), selected, true);
   set_states(dense.model(), selected, false);
   std::map<std::string, Tensor> start;
-  for (nn::Parameter* p : masked.model().parameters()) start[p->name()] = p->value().clone();
+  for (nn::Parameter* p : masked.model().parameters()) start[p->name()] = p->value().to(Device::cpu()).clone();
 
   std::vector<nn::Parameter*> trainable;
   for (nn::Parameter* p : masked.model().parameters()) {
@@ -119,7 +122,7 @@ TEST(MaskedFinetuning, AdamWOnTheSelectionEqualsPlainAdamWFromDenseGradients) {
     }
   }
   for (nn::Parameter* p : masked.model().parameters()) {
-    const Tensor& after = p->value();
+    const Tensor after = p->value().to(Device::cpu());
     // Gradients differ from the dense ones only by summation order; AdamW's update is
     // about lr per step, so the weights agree to well under a thousandth of it.
     EXPECT_TRUE(tensors_close(after, dense.model().parameter(p->name()).value(), {2e-6, 1e-5}, p->name()));
@@ -147,6 +150,8 @@ TEST(MaskedFinetuning, AdamWOnTheSelectionEqualsPlainAdamWFromDenseGradients) {
                                           selected.at("blocks.0.mlp.fc2.weight").numel() +
                                           selected.at("patch_embed.proj.weight").numel() + 10 * 32 + 10));
 }
+
+VITUNE_ON_EVERY_DEVICE(MaskedFinetuning);
 
 }  // namespace
 }  // namespace vitune::testing

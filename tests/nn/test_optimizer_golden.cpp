@@ -2,6 +2,7 @@
 // PyTorch's torch.optim: the loss before every step and every parameter afterwards.
 #include <functional>
 
+#include "device_test.h"
 #include "nn/optimizer.h"
 #include "vit_fixture.h"
 
@@ -30,8 +31,10 @@ std::vector<nn::Parameter*> trainable(TinyVit& vit) {
   return out;
 }
 
-TEST(OptimizerGolden, SgdWithMomentumMatchesPyTorch) {
-  TinyVit vit;
+class OptimizerGolden : public OnDevice {};
+
+TEST_P(OptimizerGolden, SgdWithMomentumMatchesPyTorch) {
+  TinyVit vit(device());
   nn::SafetensorsFile golden = nn::read_safetensors(data_path("tiny_optim.safetensors"));
   nn::Sgd sgd(trainable(vit), {0.05, 0.9, 1e-4, false});
   run_steps(vit, sgd, golden.at("sgd.losses"));
@@ -40,8 +43,8 @@ TEST(OptimizerGolden, SgdWithMomentumMatchesPyTorch) {
   }
 }
 
-TEST(OptimizerGolden, SgdOnSomeParametersLeavesTheFrozenOnesUntouched) {
-  TinyVit vit;
+TEST_P(OptimizerGolden, SgdOnSomeParametersLeavesTheFrozenOnesUntouched) {
+  TinyVit vit(device());
   nn::SafetensorsFile golden = nn::read_safetensors(data_path("tiny_optim.safetensors"));
   nn::SafetensorsFile start = nn::read_safetensors(data_path("tiny_vit.safetensors"));
   for (nn::Parameter* p : vit.model().parameters()) {
@@ -59,14 +62,14 @@ TEST(OptimizerGolden, SgdOnSomeParametersLeavesTheFrozenOnesUntouched) {
   }
 }
 
-TEST(OptimizerGolden, AdamWMatchesPyTorch) {
-  TinyVit vit;
+TEST_P(OptimizerGolden, AdamWMatchesPyTorch) {
+  TinyVit vit(device());
   nn::SafetensorsFile golden = nn::read_safetensors(data_path("tiny_optim.safetensors"));
   nn::AdamW adamw(trainable(vit), {1e-3, 0.9, 0.999, 1e-8, 0.05});
   run_steps(vit, adamw, golden.at("adamw.losses"));
   for (nn::Parameter* p : vit.model().parameters()) {
     Tensor expected = golden.at("adamw.final." + p->name()).clone();
-    Tensor actual = p->value().clone();
+    Tensor actual = p->value().to(Device::cpu()).clone();
     if (p->name().find("attn.qkv.bias") != std::string::npos) {
       // The key bias has an exactly zero true gradient (softmax ignores a shift shared by
       // every key); both sides' gradients there are rounding noise, which AdamW's
@@ -79,6 +82,8 @@ TEST(OptimizerGolden, AdamWMatchesPyTorch) {
     EXPECT_TRUE(tensors_close(actual, expected, kAfterSteps, p->name()));
   }
 }
+
+VITUNE_ON_EVERY_DEVICE(OptimizerGolden);
 
 }  // namespace
 }  // namespace vitune::testing

@@ -1,6 +1,7 @@
-// The training loop on a small synthetic dataset: it learns; resuming from a checkpoint
-// gives bit-identical weights to an uninterrupted run (data order and random flips
-// included); a non-finite loss stops the run and the last good checkpoint survives.
+// The training loop on a small synthetic dataset, on every device: it learns; resuming
+// from a checkpoint gives bit-identical weights to an uninterrupted run (data order and
+// random flips included), and on the emulated device the same bits as on the cpu; a
+// non-finite loss stops the run and the last good checkpoint survives.
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include "nn/checkpoint.h"
 #include "nn/safetensors.h"
 #include "nn/trainer.h"
+#include "device_test.h"
 #include "test_util.h"
 
 namespace vitune::testing {
@@ -76,14 +78,22 @@ nn::TrainConfig train_config(int64_t steps, const std::string& checkpoint) {
 }
 
 struct TrainingSetup {
+  explicit TrainingSetup(Device device) : model(tiny_config(), device) { model.init_weights(1); }
   BandsDataset dataset;
-  nn::VisionTransformer model{tiny_config(), Device::cpu()};
+  nn::VisionTransformer model;
   data::Loader loader{dataset, train_transform(), loader_options()};
-  TrainingSetup() { model.init_weights(1); }
 };
 
-TEST(Trainer, LearnsAnEasyTask) {
-  TrainingSetup run;
+class Trainer : public OnDevice {
+ protected:
+  // A temporary path of this test and device (the devices' tests may run at once).
+  std::string temp_path(const std::string& name) const {
+    return ::testing::TempDir() + "/" + device().str() + "_" + name;
+  }
+};
+
+TEST_P(Trainer, LearnsAnEasyTask) {
+  TrainingSetup run(device());
   nn::TrainConfig config = train_config(40, "");
   config.schedule.total_steps = 40;
   config.schedule.base_lr = 1e-2;
@@ -97,14 +107,16 @@ TEST(Trainer, LearnsAnEasyTask) {
   EXPECT_DOUBLE_EQ(result.top5, 1.0);  // 3 classes: the top 3 always hold the label
 }
 
-TEST(Trainer, ResumingFromACheckpointIsBitExact) {
-  std::string checkpoint = ::testing::TempDir() + "/resume.safetensors";
-  TrainingSetup straight;
+TEST_P(Trainer, ResumingFromACheckpointIsBitExact) {
+  std::string checkpoint = temp_path("resume.safetensors");
+  TrainingSetup straight(device());
   nn::Trainer(straight.model, train_config(12, ""), straight.loader).run(nullptr, nullptr);
+  TrainingSetup on_cpu(Device::cpu());
+  nn::Trainer(on_cpu.model, train_config(12, ""), on_cpu.loader).run(nullptr, nullptr);
 
-  TrainingSetup first_half;
+  TrainingSetup first_half(device());
   nn::Trainer(first_half.model, train_config(7, checkpoint), first_half.loader).run(nullptr, nullptr);
-  TrainingSetup second_half;  // fresh process state: new model, new loader
+  TrainingSetup second_half(device());  // fresh process state: new model, new loader
   nn::Trainer resumed(second_half.model, train_config(12, checkpoint), second_half.loader);
   resumed.resume(checkpoint);
   EXPECT_EQ(resumed.step(), 7);
@@ -112,6 +124,10 @@ TEST(Trainer, ResumingFromACheckpointIsBitExact) {
 
   for (nn::Parameter* p : straight.model.parameters()) {
     EXPECT_TRUE(bitwise_equal(p->value(), second_half.model.parameter(p->name()).value())) << p->name();
+    // The emulated device runs the cpu's kernels: the same bits. A GPU sums in other orders.
+    if (device().host_memory()) {
+      EXPECT_TRUE(bitwise_equal(p->value(), on_cpu.model.parameter(p->name()).value())) << p->name();
+    }
   }
   std::remove(checkpoint.c_str());
 }
@@ -126,39 +142,38 @@ std::string read_text(const std::string& path) {
 // A run killed after its checkpoint at step 4 had logged steps 5 and 6 and half a line;
 // the resumed run redoes them, and its log equals a straight run's, byte for byte. A
 // fresh run overwrites an old log instead of appending to it.
-TEST(Trainer, AResumedRunsLogReadsAsOneRunAndAFreshRunStartsANewLog) {
-  const std::string dir = ::testing::TempDir();
-  const std::string checkpoint = dir + "/log_resume.safetensors", straight_log = dir + "/straight.jsonl",
-                    resumed_log = dir + "/resumed.jsonl";
+TEST_P(Trainer, AResumedRunsLogReadsAsOneRunAndAFreshRunStartsANewLog) {
+  const std::string checkpoint = temp_path("log_resume.safetensors"), straight_log = temp_path("straight.jsonl"),
+                    resumed_log = temp_path("resumed.jsonl");
   auto config = [&](int64_t steps, const std::string& ckpt, const std::string& log) {
     nn::TrainConfig c = train_config(steps, ckpt);
     c.log_every = 1;
     c.log_path = log;
     return c;
   };
-  TrainingSetup straight;
+  TrainingSetup straight(device());
   nn::Trainer(straight.model, config(8, "", straight_log), straight.loader).run(nullptr, nullptr);
   const std::string expected = read_text(straight_log);
   ASSERT_FALSE(expected.empty());
 
   {
-    TrainingSetup killed;
+    TrainingSetup killed(device());
     nn::Trainer(killed.model, config(4, checkpoint, resumed_log), killed.loader).run(nullptr, nullptr);
   }
-  TrainingSetup beyond;  // what the killed run logged past its checkpoint
+  TrainingSetup beyond(device());  // what the killed run logged past its checkpoint
   nn::Trainer(beyond.model, config(6, "", resumed_log + ".beyond"), beyond.loader).run(nullptr, nullptr);
   std::string past = read_text(resumed_log + ".beyond");
   size_t fifth = 0;
   for (int line = 0; line < 4; ++line) fifth = past.find('\n', fifth) + 1;
   std::ofstream(resumed_log, std::ios::app) << past.substr(fifth) << "{\"step\": 7, \"epo";
 
-  TrainingSetup second;
+  TrainingSetup second(device());
   nn::Trainer resumed(second.model, config(8, checkpoint, resumed_log), second.loader);
   resumed.resume(checkpoint);
   resumed.run(nullptr, nullptr);
   EXPECT_EQ(read_text(resumed_log), expected);
 
-  TrainingSetup again;
+  TrainingSetup again(device());
   nn::Trainer(again.model, config(8, "", resumed_log), again.loader).run(nullptr, nullptr);
   EXPECT_EQ(read_text(resumed_log), expected);
   for (const std::string& path : {checkpoint, straight_log, resumed_log, resumed_log + ".beyond"}) {
@@ -166,9 +181,9 @@ TEST(Trainer, AResumedRunsLogReadsAsOneRunAndAFreshRunStartsANewLog) {
   }
 }
 
-TEST(Trainer, NonFiniteLossStopsTheRunAndKeepsTheLastGoodCheckpoint) {
-  std::string checkpoint = ::testing::TempDir() + "/nan.safetensors";
-  TrainingSetup run;
+TEST_P(Trainer, NonFiniteLossStopsTheRunAndKeepsTheLastGoodCheckpoint) {
+  std::string checkpoint = temp_path("nan.safetensors");
+  TrainingSetup run(device());
   nn::TrainConfig config = train_config(10, checkpoint);
   config.checkpoint_every = 1;
   nn::Trainer trainer(run.model, config, run.loader);
@@ -188,14 +203,16 @@ TEST(Trainer, NonFiniteLossStopsTheRunAndKeepsTheLastGoodCheckpoint) {
   std::remove(checkpoint.c_str());
 }
 
-TEST(Trainer, ATrainingCheckpointLoadsAsAModel) {
-  std::string checkpoint = ::testing::TempDir() + "/as_model.safetensors";
-  TrainingSetup run;
+TEST_P(Trainer, ATrainingCheckpointLoadsAsAModel) {
+  std::string checkpoint = temp_path("as_model.safetensors");
+  TrainingSetup run(device());
   nn::Trainer(run.model, train_config(2, checkpoint), run.loader).run(nullptr, nullptr);
   nn::LoadedVit loaded = nn::load_vit(checkpoint, Device::cpu());
   EXPECT_TRUE(bitwise_equal(loaded.model->parameter("head.weight").value(), run.model.parameter("head.weight").value()));
   std::remove(checkpoint.c_str());
 }
+
+VITUNE_ON_EVERY_DEVICE(Trainer);
 
 }  // namespace
 }  // namespace vitune::testing

@@ -2,10 +2,13 @@
 // loss (with and without label smoothing) and the gradient of every parameter.
 #include <map>
 
+#include "device_test.h"
 #include "vit_fixture.h"
 
 namespace vitune::testing {
 namespace {
+
+class VitGoldenOnDevice : public OnDevice {};
 
 TEST(VitGolden, ConfigComesFromTheMetadata) {
   TinyVit vit;
@@ -20,8 +23,8 @@ TEST(VitGolden, ConfigComesFromTheMetadata) {
   EXPECT_EQ(vit.loaded.layout, nn::CheckpointLayout::Timm);
 }
 
-TEST(VitGolden, EveryIntermediateAndTheLogitsMatchPyTorch) {
-  TinyVit vit;
+TEST_P(VitGoldenOnDevice, EveryIntermediateAndTheLogitsMatchPyTorch) {
+  TinyVit vit(device());
   nn::SafetensorsFile golden = nn::read_safetensors(data_path("tiny_trace.safetensors"));
   std::map<std::string, Tensor> seen;
   autograd::Variable logits =
@@ -33,8 +36,8 @@ TEST(VitGolden, EveryIntermediateAndTheLogitsMatchPyTorch) {
   EXPECT_TRUE(tensors_close(logits.value(), golden.at("logits"), kF32Forward, "logits"));
 }
 
-TEST(VitGolden, LossAndEveryGradientMatchPyTorch) {
-  TinyVit vit;
+TEST_P(VitGoldenOnDevice, LossAndEveryGradientMatchPyTorch) {
+  TinyVit vit(device());
   nn::SafetensorsFile golden = nn::read_safetensors(data_path("tiny_trace.safetensors"));
   autograd::Variable loss = autograd::cross_entropy(vit.model().forward(vit.images()), vit.labels());
   EXPECT_TRUE(tensors_close(loss.value(), golden.at("loss"), kF32Forward, "loss"));
@@ -44,8 +47,8 @@ TEST(VitGolden, LossAndEveryGradientMatchPyTorch) {
   }
 }
 
-TEST(VitGolden, LabelSmoothedLossAndHeadGradientMatchPyTorch) {
-  TinyVit vit;
+TEST_P(VitGoldenOnDevice, LabelSmoothedLossAndHeadGradientMatchPyTorch) {
+  TinyVit vit(device());
   nn::SafetensorsFile golden = nn::read_safetensors(data_path("tiny_trace.safetensors"));
   autograd::Variable loss = autograd::cross_entropy(vit.model().forward(vit.images()), vit.labels(), 0.1);
   EXPECT_TRUE(tensors_close(loss.value(), golden.at("loss_smoothed"), kF32Forward, "loss_smoothed"));
@@ -53,6 +56,8 @@ TEST(VitGolden, LabelSmoothedLossAndHeadGradientMatchPyTorch) {
   EXPECT_TRUE(tensors_close(vit.model().parameter("head.weight").grad(),
                             golden.at("grad_smoothed.head.weight"), kF32Gradient, "head.weight"));
 }
+
+VITUNE_ON_EVERY_DEVICE(VitGoldenOnDevice);
 
 }  // namespace
 }  // namespace vitune::testing

@@ -1,6 +1,7 @@
-// Weight deltas: only changed entries are stored (a bitwise compare, so -0 against +0
-// counts), a reshaped head is stored whole, the round trip through a file rebuilds the
-// finetuned model bit for bit, and bad deltas or a wrong base are clear errors.
+// Weight deltas, with the models on every device: only changed entries are stored (a
+// bitwise compare, so -0 against +0 counts), a reshaped head is stored whole, the round
+// trip through a file rebuilds the finetuned model bit for bit, and bad deltas or a
+// wrong base are clear errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,15 +11,24 @@
 #include "nn/checkpoint.h"
 #include "nn/safetensors.h"
 #include "peft/delta.h"
+#include "device_test.h"
 #include "test_util.h"
 
 namespace vitune::testing {
 namespace {
 
-std::unique_ptr<nn::VisionTransformer> tiny() { return nn::load_vit(data_path("tiny_vit.safetensors"), Device::cpu()).model; }
+// The tiny ViT on the host; edit(model) changes its values there, then it moves to `device`.
+std::unique_ptr<nn::VisionTransformer> tiny(Device device = Device::cpu(),
+                                            const std::function<void(nn::VisionTransformer&)>& edit = {}) {
+  auto model = nn::load_vit(data_path("tiny_vit.safetensors"), Device::cpu()).model;
+  if (edit) edit(*model);
+  model->to(device);
+  return model;
+}
 
 // The tiny ViT "finetuned": a new 5-class head, a few changed entries, one +0 -> -0.
-std::unique_ptr<nn::VisionTransformer> finetuned() {
+std::unique_ptr<nn::VisionTransformer> finetuned(Device device = Device::cpu(),
+                                                 const std::function<void(nn::VisionTransformer&)>& edit = {}) {
   auto model = tiny();
   model->reset_head(5, 9);
   float* qkv = model->parameter("blocks.0.attn.qkv.weight").mutable_value().data<float>();
@@ -28,8 +38,12 @@ std::unique_ptr<nn::VisionTransformer> finetuned() {
   bias[31] *= 1.0f + 1e-7f;
   float* cls = model->parameter("cls_token").mutable_value().data<float>();
   cls[3] = 0.0f;
+  if (edit) edit(*model);
+  model->to(device);
   return model;
 }
+
+class Delta : public OnDevice {};
 
 void expect_bitwise_same_model(const nn::VisionTransformer& actual, const nn::VisionTransformer& expected) {
   ASSERT_EQ(actual.parameters().size(), expected.parameters().size());
@@ -41,12 +55,10 @@ void expect_bitwise_same_model(const nn::VisionTransformer& actual, const nn::Vi
   }
 }
 
-TEST(Delta, StoresOnlyTheChangedEntriesAndTheNewHeadWhole) {
-  auto base = tiny();
-  auto model = finetuned();
+TEST_P(Delta, StoresOnlyTheChangedEntriesAndTheNewHeadWhole) {
   // Start from a cls entry of +0 so that the -0 written below is a change of bits only.
-  base->parameter("cls_token").mutable_value().data<float>()[3] = 0.0f;
-  model->parameter("cls_token").mutable_value().data<float>()[3] = -0.0f;
+  auto base = tiny(device(), [](nn::VisionTransformer& m) { m.parameter("cls_token").mutable_value().data<float>()[3] = 0.0f; });
+  auto model = finetuned(device(), [](nn::VisionTransformer& m) { m.parameter("cls_token").mutable_value().data<float>()[3] = -0.0f; });
   peft::ModelDelta delta = peft::make_delta(*base, *model);
   ASSERT_EQ(delta.sparse.size(), 3u);
   EXPECT_EQ(delta.sparse[0].name, "cls_token");
@@ -64,9 +76,9 @@ TEST(Delta, StoresOnlyTheChangedEntriesAndTheNewHeadWhole) {
   EXPECT_EQ(delta.metadata.at("changed_entries"), "4");
 }
 
-TEST(Delta, RoundTripThroughAFileIsBitExact) {
-  auto base = tiny();
-  auto model = finetuned();
+TEST_P(Delta, RoundTripThroughAFileIsBitExact) {
+  auto base = tiny(device());
+  auto model = finetuned(device());
   TempPath path("delta_round_trip", ".safetensors");
   peft::save_delta(path.str(), peft::make_delta(*base, *model));
   peft::ModelDelta loaded = peft::load_delta(path.str());
@@ -79,11 +91,12 @@ TEST(Delta, RoundTripThroughAFileIsBitExact) {
   expect_bitwise_same_model(*peft::apply_delta(*base, empty, "empty"), *base);
 }
 
-TEST(Delta, RefusesAnotherBase) {
-  auto base = tiny();
-  peft::ModelDelta delta = peft::make_delta(*base, *finetuned());
-  auto other = tiny();
-  other->parameter("blocks.1.norm2.weight").mutable_value().data<float>()[0] += 1.0f;
+TEST_P(Delta, RefusesAnotherBase) {
+  auto base = tiny(device());
+  peft::ModelDelta delta = peft::make_delta(*base, *finetuned(device()));
+  auto other = tiny(device(), [](nn::VisionTransformer& m) {
+    m.parameter("blocks.1.norm2.weight").mutable_value().data<float>()[0] += 1.0f;
+  });
   try {
     peft::apply_delta(*other, delta, "d.safetensors");
     FAIL() << "a delta applied to another base";
@@ -91,12 +104,14 @@ TEST(Delta, RefusesAnotherBase) {
     EXPECT_NE(std::string(e.what()).find("backbone hash"), std::string::npos) << e.what();
   }
   // Same backbone, but the delta changes head entries relative to a different head.
-  auto same_shape_head = tiny();
-  same_shape_head->parameter("head.weight").mutable_value().data<float>()[1] += 1.0f;
+  auto same_shape_head = tiny(device(), [](nn::VisionTransformer& m) {
+    m.parameter("head.weight").mutable_value().data<float>()[1] += 1.0f;
+  });
   peft::ModelDelta head_delta = peft::make_delta(*base, *same_shape_head);
   ASSERT_EQ(head_delta.sparse.size(), 1u);
-  auto other_head = tiny();
-  other_head->parameter("head.bias").mutable_value().data<float>()[0] += 1.0f;
+  auto other_head = tiny(device(), [](nn::VisionTransformer& m) {
+    m.parameter("head.bias").mutable_value().data<float>()[0] += 1.0f;
+  });
   EXPECT_THROW(peft::apply_delta(*other_head, head_delta, "d"), Error);
   expect_bitwise_same_model(*peft::apply_delta(*base, head_delta, "d"), *same_shape_head);
 }
@@ -122,7 +137,7 @@ void expect_bad_delta(const std::string& what, const std::function<void(nn::Safe
   }
 }
 
-TEST(Delta, BadDeltaFilesAreClearErrors) {
+TEST(DeltaFiles, BadDeltaFilesAreClearErrors) {
   const std::string qkv = "blocks.0.attn.qkv.weight";
   expect_bad_delta("unsorted indices", [&](nn::SafetensorsFile& f) {
     f.tensors["indices:" + qkv] = Tensor::from_vector<int64_t>({2}, {777, 0}, Device::cpu());
@@ -166,6 +181,8 @@ TEST(Delta, BadDeltaFilesAreClearErrors) {
     f.tensors["values:" + qkv] = Tensor::from_vector<float>({2}, {1e3f, 1e3f}, Device::cpu());
   }, "rebuilt model's backbone hash");
 }
+
+VITUNE_ON_EVERY_DEVICE(Delta);
 
 }  // namespace
 }  // namespace vitune::testing

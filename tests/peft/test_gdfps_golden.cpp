@@ -1,6 +1,7 @@
-// GD-FPS against PyTorch (tools/make_gdfps_golden.py, tests/golden/gdfps_tiny.safetensors):
-// the anchor and task statistics of the tiny ViT, the scores and the top-K masks; and
-// the same statistics, bit for bit, at batch sizes 1, 3 and 8 and with 1 and 2 threads.
+// GD-FPS against PyTorch (tools/make_gdfps_golden.py, tests/golden/gdfps_tiny.safetensors),
+// on every device: the anchor and task statistics of the tiny ViT, the scores and the
+// top-K masks; and the same statistics, bit for bit, at batch sizes 1, 3 and 8 and with
+// 1 and 2 threads.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -10,6 +11,7 @@
 #include "peft/activation_stats.h"
 #include "peft/gdfps.h"
 #include "peft/selection.h"
+#include "device_test.h"
 #include "test_util.h"
 
 namespace vitune::peft {
@@ -24,8 +26,9 @@ constexpr testing::Tolerance kStatsTolerance{1e-6, 2e-5};
 constexpr testing::Tolerance kScoreTolerance{1e-6, 1e-4};
 
 struct Golden {
+  explicit Golden(Device device) : model(nn::load_vit(data_path("tiny_vit.safetensors"), device)) {}
   nn::SafetensorsFile file = nn::read_safetensors(data_path("gdfps_tiny.safetensors"));
-  nn::LoadedVit model = nn::load_vit(data_path("tiny_vit.safetensors"), Device::cpu());
+  nn::LoadedVit model;
   int64_t k = std::stoll(file.metadata.at("k"));
 };
 
@@ -33,7 +36,7 @@ std::vector<std::pair<std::string, Tensor>> measure(const nn::VisionTransformer&
                                                     int64_t batch_size) {
   ActivationStats stats(model);
   for (int64_t begin = 0; begin < images.dim(0); begin += batch_size) {
-    stats.add_batch(images.rows(begin, std::min(images.dim(0), begin + batch_size)).clone());
+    stats.add_batch(images.rows(begin, std::min(images.dim(0), begin + batch_size)).to(model.device()).clone());
   }
   EXPECT_EQ(stats.images(), images.dim(0));
   return stats.means();
@@ -46,8 +49,10 @@ Anchor anchor_of(const std::vector<std::pair<std::string, Tensor>>& means) {
   return anchor;
 }
 
-TEST(GdfpsGolden, AnchorAndTaskStatisticsMatchPyTorch) {
-  Golden g;
+class GdfpsGolden : public testing::OnDevice {};
+
+TEST_P(GdfpsGolden, AnchorAndTaskStatisticsMatchPyTorch) {
+  Golden g(device());
   for (const char* set : {"pre", "task"}) {
     const auto means = measure(*g.model.model, g.file.at(std::string(set) + "_images"), 4);
     ASSERT_EQ(means.size(), 9u);  // the patch embedding and 4 per block
@@ -58,8 +63,8 @@ TEST(GdfpsGolden, AnchorAndTaskStatisticsMatchPyTorch) {
   }
 }
 
-TEST(GdfpsGolden, ScoresAndMasksMatchPyTorch) {
-  Golden g;
+TEST_P(GdfpsGolden, ScoresAndMasksMatchPyTorch) {
+  Golden g(device());
   const auto anchor_means = measure(*g.model.model, g.file.at("pre_images"), 10);
   const auto down_means = measure(*g.model.model, g.file.at("task_images"), 10);
   std::vector<std::string> names;
@@ -83,8 +88,8 @@ TEST(GdfpsGolden, ScoresAndMasksMatchPyTorch) {
   }
 }
 
-TEST(GdfpsDeterminism, SameBitsForAnyBatchSizeAndThreadCount) {
-  Golden g;
+TEST_P(GdfpsGolden, SameBitsForAnyBatchSizeAndThreadCount) {
+  Golden g(device());
   const Tensor images = g.file.at("task_images");
   std::vector<std::pair<std::string, Tensor>> reference;
   {
@@ -102,6 +107,8 @@ TEST(GdfpsDeterminism, SameBitsForAnyBatchSizeAndThreadCount) {
     }
   }
 }
+
+VITUNE_ON_EVERY_DEVICE(GdfpsGolden);
 
 }  // namespace
 }  // namespace vitune::peft

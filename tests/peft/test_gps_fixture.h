@@ -18,12 +18,13 @@ inline const nn::SafetensorsFile& gps_golden() {
   return golden;
 }
 
-// The tiny ViT with the golden head, every parameter converted to `dtype`.
-inline std::unique_ptr<nn::VisionTransformer> gps_tiny_vit(DType dtype = DType::F32) {
+// The tiny ViT with the golden head, every parameter converted to `dtype`, on `device`.
+inline std::unique_ptr<nn::VisionTransformer> gps_tiny_vit(DType dtype = DType::F32, Device device = Device::cpu()) {
   std::unique_ptr<nn::VisionTransformer> model = nn::load_vit(data_path("tiny_vit.safetensors"), Device::cpu()).model;
   model->head->weight.mutable_value() = gps_golden().at("head.weight").clone();
   model->head->bias.mutable_value() = gps_golden().at("head.bias").clone();
   for (nn::Parameter* p : model->parameters()) p->mutable_value() = p->value().to(dtype).clone();
+  model->to(device);
   return model;
 }
 

@@ -1,7 +1,9 @@
-// GPS against PyTorch (tools/make_gps_golden.py, everything computed in float64): the
-// supervised contrastive loss and its gradient, and the GPS scores of every selectable
-// weight of the tiny ViT over two batches, for cross-entropy and for SupCon.
+// GPS against PyTorch (tools/make_gps_golden.py, everything computed in float64), on
+// every device: the supervised contrastive loss and its gradient, and the GPS scores of
+// every selectable weight of the tiny ViT over two batches, for cross-entropy and for
+// SupCon.
 #include "autograd/functions.h"
+#include "device_test.h"
 #include "test_gps_fixture.h"
 
 namespace vitune::testing {
@@ -17,14 +19,16 @@ constexpr Tolerance kScoresF64{1e-9, 2e-7};
 // seen is 2e-6 absolute. An entry whose sum nearly cancels keeps only an absolute error.
 constexpr Tolerance kScoresF32{1e-5, 1e-4};
 
-TEST(GpsGolden, SupervisedContrastiveLossAndGradientMatchPyTorch) {
-  const Tensor labels = gps_golden().at("loss_case.labels").clone();
+class GpsGolden : public OnDevice {};
+
+TEST_P(GpsGolden, SupervisedContrastiveLossAndGradientMatchPyTorch) {
+  const Tensor labels = gps_golden().at("loss_case.labels").to(device());
   for (const auto& [key, temperature] : {std::pair<std::string, double>{"t007", 0.07}, {"t05", 0.5}}) {
     const std::string prefix = "loss_case." + key;
     for (DType dtype : {DType::F64, DType::F32}) {
       const Tolerance loss_tol = dtype == DType::F64 ? kF64Exact : kF32Forward;
       const Tolerance grad_tol = dtype == DType::F64 ? kF64Exact : kF32Gradient;
-      Variable features(gps_golden().at("loss_case.features").to(dtype).clone(), true);
+      Variable features(gps_golden().at("loss_case.features").to(dtype).to(device()).clone(), true);
       Variable loss = autograd::supervised_contrastive(features, labels, temperature);
       EXPECT_TRUE(tensors_close(loss.value(), gps_golden().at(prefix + ".loss"), loss_tol, prefix + ".loss"));
       autograd::backward(loss);
@@ -33,9 +37,9 @@ TEST(GpsGolden, SupervisedContrastiveLossAndGradientMatchPyTorch) {
   }
 }
 
-void expect_scores_match(peft::GpsLoss loss, const std::string& prefix) {
+void expect_scores_match(peft::GpsLoss loss, const std::string& prefix, Device device) {
   for (DType dtype : {DType::F64, DType::F32}) {
-    auto model = gps_tiny_vit(dtype);
+    auto model = gps_tiny_vit(dtype, device);
     const std::vector<std::string> names = gps_selectable_weights(*model);
     ASSERT_EQ(names.size(), 9u);
     auto scores = peft::gps_scores_from_batches(*model, names, loss, 0.07, gps_golden_batches(dtype));
@@ -50,11 +54,15 @@ void expect_scores_match(peft::GpsLoss loss, const std::string& prefix) {
   }
 }
 
-TEST(GpsGolden, CrossEntropyScoresMatchPyTorch) { expect_scores_match(peft::GpsLoss::CrossEntropy, "ce."); }
-
-TEST(GpsGolden, ContrastiveScoresMatchPyTorch) {
-  expect_scores_match(peft::GpsLoss::SupervisedContrastive, "supcon.");
+TEST_P(GpsGolden, CrossEntropyScoresMatchPyTorch) {
+  expect_scores_match(peft::GpsLoss::CrossEntropy, "ce.", device());
 }
+
+TEST_P(GpsGolden, ContrastiveScoresMatchPyTorch) {
+  expect_scores_match(peft::GpsLoss::SupervisedContrastive, "supcon.", device());
+}
+
+VITUNE_ON_EVERY_DEVICE(GpsGolden);
 
 }  // namespace
 }  // namespace vitune::testing

@@ -11,6 +11,7 @@
 #include "nn/checkpoint.h"
 #include "nn/safetensors.h"
 #include "peft/plasticity.h"
+#include "device_test.h"
 #include "test_util.h"
 
 namespace vitune::testing {
@@ -207,11 +208,17 @@ TEST(PlasticityStats, MergeEqualsOneStream) {
 
 // ---- The meter on the tiny ViT against tools/make_plasticity_golden.py -------------
 
+// The golden file, and the tiny ViT on `device`; images() hands its inputs over there.
 struct Golden {
+  explicit Golden(Device device) : device(device), model(nn::load_vit(data_path("tiny_vit.safetensors"), device)) {}
+  Device device;
   nn::SafetensorsFile file = nn::read_safetensors(data_path("plasticity_golden.safetensors"));
-  nn::LoadedVit model = nn::load_vit(data_path("tiny_vit.safetensors"), Device::cpu());
+  nn::LoadedVit model;
   const Tensor& at(const std::string& name) const { return file.at(name); }
+  Tensor images(const std::string& name) const { return file.at(name).to(device); }
 };
+
+class PlasticityGolden : public OnDevice {};
 
 // stats [depth, components, 4] (mean, std, min, max) and bounds [depth, components].
 void expect_report(const peft::PlasticityReport& report, const Tensor& stats, const Tensor& bounds, size_t components) {
@@ -231,10 +238,10 @@ void expect_report(const peft::PlasticityReport& report, const Tensor& stats, co
   }
 }
 
-TEST(PlasticityGolden, PaperProtocolMatchesPyTorch) {
-  Golden golden;
+TEST_P(PlasticityGolden, PaperProtocolMatchesPyTorch) {
+  Golden golden(device());
   peft::PlasticityMeter meter(*golden.model.model, {peft::PlasticityProtocol::Paper, true});
-  meter.add_batch(golden.at("images"));
+  meter.add_batch(golden.images("images"));
   peft::PlasticityReport report = meter.report();
   EXPECT_EQ(report.images, 6);
   EXPECT_EQ(report.tokens, 17);
@@ -246,10 +253,10 @@ TEST(PlasticityGolden, PaperProtocolMatchesPyTorch) {
               0.5 * (golden.at("paper.stats").item(0) + golden.at("paper.stats").item(24)), 1e-4);
 }
 
-TEST(PlasticityGolden, PaperProtocolWithoutGeluMatchesPyTorch) {
-  Golden golden;
+TEST_P(PlasticityGolden, PaperProtocolWithoutGeluMatchesPyTorch) {
+  Golden golden(device());
   peft::PlasticityMeter meter(*golden.model.model, {peft::PlasticityProtocol::Paper, false});
-  meter.add_batch(golden.at("images"));
+  meter.add_batch(golden.images("images"));
   peft::PlasticityReport report = meter.report();
   EXPECT_FALSE(report.fc1_gelu);
   const Tensor& fc1 = golden.at("paper_no_gelu.fc1");
@@ -261,27 +268,29 @@ TEST(PlasticityGolden, PaperProtocolWithoutGeluMatchesPyTorch) {
   }
 }
 
-TEST(PlasticityGolden, ReferenceProtocolMatchesPyTorch) {
-  Golden golden;
+TEST_P(PlasticityGolden, ReferenceProtocolMatchesPyTorch) {
+  Golden golden(device());
   peft::PlasticityMeter meter(*golden.model.model, {peft::PlasticityProtocol::Reference, true});
-  meter.add_paired_batch(golden.at("reference_images"), golden.at("images"));
+  meter.add_paired_batch(golden.images("reference_images"), golden.images("images"));
   peft::PlasticityReport report = meter.report();
   EXPECT_FALSE(report.fc1_gelu);  // the reference code measures fc1 before GELU
   expect_report(report, golden.at("reference.stats"), golden.at("reference.bounds"), 5);
   for (const peft::LayerPlasticity& layer : report.layers) EXPECT_EQ(layer.ratios.count, 6);
 }
 
-TEST(PlasticityGolden, ProtocolsRejectTheOtherEntryPointAndBadImages) {
-  Golden golden;
+TEST_P(PlasticityGolden, ProtocolsRejectTheOtherEntryPointAndBadImages) {
+  Golden golden(device());
   peft::PlasticityMeter paper(*golden.model.model, {peft::PlasticityProtocol::Paper, true});
-  EXPECT_THROW(paper.add_paired_batch(golden.at("images"), golden.at("images")), Error);
-  EXPECT_THROW(paper.add_batch(Tensor::zeros({2, 1, 16, 16}, DType::F32, Device::cpu())), Error);
+  EXPECT_THROW(paper.add_paired_batch(golden.images("images"), golden.images("images")), Error);
+  EXPECT_THROW(paper.add_batch(Tensor::zeros({2, 1, 16, 16}, DType::F32, device())), Error);
   peft::PlasticityMeter reference(*golden.model.model, {peft::PlasticityProtocol::Reference, true});
-  EXPECT_THROW(reference.add_batch(golden.at("images")), Error);
-  EXPECT_THROW(reference.add_paired_batch(golden.at("images").rows(0, 3), golden.at("images")), Error);
+  EXPECT_THROW(reference.add_batch(golden.images("images")), Error);
+  EXPECT_THROW(reference.add_paired_batch(golden.images("images").rows(0, 3), golden.images("images")), Error);
   EXPECT_THROW(peft::parse_plasticity_protocol("papers"), Error);
   EXPECT_EQ(peft::parse_plasticity_protocol("reference"), peft::PlasticityProtocol::Reference);
 }
+
+VITUNE_ON_EVERY_DEVICE(PlasticityGolden);
 
 }  // namespace
 }  // namespace vitune::testing
