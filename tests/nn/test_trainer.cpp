@@ -1,6 +1,7 @@
 // The training loop on a small synthetic dataset: it learns; resuming from a checkpoint
 // gives bit-identical weights to an uninterrupted run (data order and random flips
-// included); a non-finite loss stops the run and the last good checkpoint survives.
+// included), also from a checkpoint written while the next batch was fetched ahead;
+// a non-finite loss stops the run and the last good checkpoint survives.
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -114,6 +115,41 @@ TEST(Trainer, ResumingFromACheckpointIsBitExact) {
     EXPECT_TRUE(bitwise_equal(p->value(), second_half.model.parameter(p->name()).value())) << p->name();
   }
   std::remove(checkpoint.c_str());
+}
+
+// Off the cpu the trainer fetches step k+1's batch (and starts its upload) during step
+// k; a checkpoint written after step k must still continue from batch k+1. The
+// checkpoint of step 7 is kept when step 8 reports, before step 9 would overwrite it.
+TEST(Trainer, ACheckpointTakenWithTheNextBatchFetchedAheadResumesBitExactly) {
+  const std::string checkpoint = ::testing::TempDir() + "/ahead.safetensors";
+  const std::string at_step_7 = ::testing::TempDir() + "/ahead_step7.safetensors";
+  const Device device = Device::emulated();
+  TrainingSetup straight;
+  straight.model.to(device);
+  nn::Trainer(straight.model, train_config(12, ""), straight.loader).run(nullptr, nullptr);
+
+  TrainingSetup first;
+  first.model.to(device);
+  nn::TrainConfig config = train_config(12, checkpoint);
+  config.checkpoint_every = 7;
+  nn::Trainer(first.model, config, first.loader).run(
+      [&](const nn::StepReport& report) {
+        if (report.step == 8) std::ofstream(at_step_7, std::ios::binary) << std::ifstream(checkpoint, std::ios::binary).rdbuf();
+      },
+      nullptr);
+  TrainingSetup second;
+  second.model.to(device);
+  nn::Trainer resumed(second.model, train_config(12, ""), second.loader);
+  resumed.resume(at_step_7);
+  EXPECT_EQ(resumed.step(), 7);
+  resumed.run(nullptr, nullptr);
+  for (nn::Parameter* p : straight.model.parameters()) {
+    EXPECT_TRUE(bitwise_equal(p->value().to(Device::cpu()),
+                              second.model.parameter(p->name()).value().to(Device::cpu())))
+        << p->name();
+  }
+  std::remove(checkpoint.c_str());
+  std::remove(at_step_7.c_str());
 }
 
 std::string read_text(const std::string& path) {
