@@ -26,7 +26,9 @@ void add_device_memory(Device device, nlohmann::ordered_json& results) {
   if (device.is_cpu()) return;
   results["device"] = device.str();
   results["device_name"] = device_description(device);
-  results["peak_device_bytes"] = memory_stats(device).peak_bytes;
+  const MemoryStats memory = memory_stats(device);
+  results["peak_device_bytes"] = memory.peak_bytes;                   // requested by tensors
+  results["peak_device_reserved_bytes"] = memory.peak_reserved_bytes;  // held from the driver
   results["tf32"] = device.is_cuda() && cuda::tf32_enabled();
 }
 

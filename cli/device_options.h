@@ -22,8 +22,10 @@ struct DeviceOptions {
   Device select() const;
 };
 
-// "peak device memory" fields of a results file for a run on `device` (none on the CPU,
-// whose peak the results already carry).
+// The device fields of a results file for a run on `device` (none on the CPU, whose
+// peak the results already carry): the device, its description, "peak_device_bytes"
+// (the most bytes tensors requested at once), "peak_device_reserved_bytes" (the most the
+// allocator held from the driver, cached blocks and rounding included) and "tf32".
 void add_device_memory(Device device, nlohmann::ordered_json& results);
 
 }  // namespace vitune::cli

@@ -1,7 +1,9 @@
 // Host allocator with byte accounting and a size-keyed cache of large freed blocks.
-// The cpu and the emulated device both take host memory from it, each with counters
-// of its own. CUDA memory comes from the CUDA backend's caching allocator (the
-// interface engine/device_memory.h) and is accounted through the same counters.
+// The cpu and the emulated device both take host memory from it, each with requested
+// counters of its own and one shared reserved count (the pool's blocks come from, and go
+// back to, the C allocator for both). CUDA memory comes from the CUDA backend's caching
+// allocator (the interface engine/device_memory.h), whose requested bytes are accounted
+// through the same counters and whose reserved bytes it counts itself.
 #include "engine/allocator.h"
 
 #include <unistd.h>
@@ -38,13 +40,31 @@ Counters& counters(Device device) {
   return all[slot];
 }
 
+// Raises `peak` to `now` unless it is already higher.
+void raise_peak(std::atomic<int64_t>& peak, int64_t now) {
+  int64_t seen = peak.load();
+  while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+  }
+}
+
 void record_allocation(Device device, size_t bytes) {
   Counters& c = counters(device);
-  int64_t now = c.current.fetch_add(int64_t(bytes)) + int64_t(bytes);
-  int64_t peak = c.peak.load();
-  while (now > peak && !c.peak.compare_exchange_weak(peak, now)) {
-  }
+  raise_peak(c.peak, c.current.fetch_add(int64_t(bytes)) + int64_t(bytes));
   c.allocations.fetch_add(1);
+}
+
+// The host pool's reserved bytes: blocks obtained from the C allocator and not yet
+// returned to it, in use or cached.
+struct Reserved {
+  std::atomic<int64_t> current{0};
+  std::atomic<int64_t> peak{0};
+  void add(size_t bytes) { raise_peak(peak, current.fetch_add(int64_t(bytes)) + int64_t(bytes)); }
+  void remove(size_t bytes) { current.fetch_sub(int64_t(bytes)); }
+};
+
+Reserved& host_reserved() {
+  static Reserved reserved;
+  return reserved;
 }
 
 size_t rounded_size(size_t bytes) {
@@ -82,12 +102,14 @@ class HostCache {
       }
     }
     std::free(p);
+    host_reserved().remove(rounded);
   }
 
   void release() {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto& [size, p] : blocks_) std::free(p);
     blocks_.clear();
+    host_reserved().remove(bytes_);
     bytes_ = 0;
   }
 
@@ -153,14 +175,17 @@ void* allocate(Device device, size_t bytes) {
   }
   size_t rounded = rounded_size(bytes);
   void* pointer = host_cache().take(rounded);
-  if (pointer == nullptr) pointer = std::aligned_alloc(kAlignment, rounded);
   if (pointer == nullptr) {
-    // Cached blocks of other sizes may be what stands in the way: return them, retry.
-    host_cache().release();
     pointer = std::aligned_alloc(kAlignment, rounded);
+    if (pointer == nullptr) {
+      // Cached blocks of other sizes may be what stands in the way: return them, retry.
+      host_cache().release();
+      pointer = std::aligned_alloc(kAlignment, rounded);
+    }
+    VITUNE_CHECK(pointer != nullptr, "out of host memory: could not allocate ", bytes, " bytes (",
+                 counters(device).current.load(), " bytes already held by tensors)");
+    host_reserved().add(rounded);
   }
-  VITUNE_CHECK(pointer != nullptr, "out of host memory: could not allocate ", bytes, " bytes (",
-               counters(device).current.load(), " bytes already held by tensors)");
   record_allocation(device, bytes);
   return pointer;
 }
@@ -177,13 +202,31 @@ void deallocate(Device device, void* pointer, size_t bytes) {
 
 MemoryStats memory_stats(Device device) {
   Counters& c = counters(device);
-  int64_t cached = device.host_memory() ? int64_t(host_cache().bytes()) : cuda::device_cached_bytes(device.index);
-  return {c.current.load(), c.peak.load(), c.allocations.load(), cached};
+  MemoryStats stats;
+  stats.current_bytes = c.current.load();
+  stats.peak_bytes = c.peak.load();
+  stats.allocations = c.allocations.load();
+  if (device.host_memory()) {
+    stats.cached_bytes = int64_t(host_cache().bytes());
+    stats.reserved_bytes = host_reserved().current.load();
+    stats.peak_reserved_bytes = host_reserved().peak.load();
+  } else {
+    stats.cached_bytes = cuda::device_cached_bytes(device.index);
+    const cuda::ReservedBytes reserved = cuda::device_reserved_bytes(device.index);
+    stats.reserved_bytes = reserved.current;
+    stats.peak_reserved_bytes = reserved.peak;
+  }
+  return stats;
 }
 
 void reset_peak_memory(Device device) {
   Counters& c = counters(device);
   c.peak.store(c.current.load());
+  if (device.host_memory()) {
+    host_reserved().peak.store(host_reserved().current.load());
+  } else {
+    cuda::reset_device_reserved_peak(device.index);
+  }
 }
 
 void release_cached_memory() {

@@ -1,7 +1,10 @@
 // Every tensor's bytes come from here. The allocator aligns host blocks to 64 bytes
 // (one cache line, one AVX-512 register) and keeps, per device, the bytes currently
 // held by tensors and the peak since the last reset; commands report their peak
-// memory from it.
+// memory from it. Beside those requested bytes it keeps the reserved ones: what the
+// allocator holds from the system (the C allocator on the host, cudaMalloc on a GPU),
+// that is every live block at its rounded size plus the cached blocks -- what the
+// process really occupies.
 //
 // Freed host blocks of 16 KiB and more are kept in a cache and handed out again for
 // the same size rounded up to 4 KiB: a training step allocates the same activations every time, and a
@@ -22,10 +25,15 @@
 namespace vitune {
 
 struct MemoryStats {
-  int64_t current_bytes = 0;  // held by live tensors
-  int64_t peak_bytes = 0;     // most ever held by live tensors since the last reset
+  int64_t current_bytes = 0;  // requested by live tensors
+  int64_t peak_bytes = 0;     // most ever requested by live tensors since the last reset
   int64_t allocations = 0;    // blocks handed out since start
   int64_t cached_bytes = 0;   // freed blocks kept for reuse
+  // Obtained from the system and not yet returned: live blocks at their rounded size
+  // plus cached blocks (on a GPU: the bytes of every cudaMalloc not yet freed). The
+  // cpu and the emulated device share one host pool, so both report its figures.
+  int64_t reserved_bytes = 0;
+  int64_t peak_reserved_bytes = 0;  // most ever reserved since the last reset
 };
 
 constexpr size_t kAlignment = 64;
@@ -36,7 +44,8 @@ void* allocate(Device device, size_t bytes);
 void deallocate(Device device, void* pointer, size_t bytes);
 
 MemoryStats memory_stats(Device device);
-// Sets the peak to the current bytes, so the next peak measures one phase of work.
+// Sets the peaks to the current bytes (requested and reserved), so the next peaks
+// measure one phase of work. On the host the reserved peak is the shared pool's.
 void reset_peak_memory(Device device);
 // Returns every cached host block to the operating system and every cached device
 // block to the CUDA driver.

@@ -40,6 +40,15 @@ std::string device_description(int index);
 void set_tf32(bool enabled);
 bool tf32_enabled();
 
+// Launch-synchronous checking, for finding the kernel that fails: after every kernel
+// launch, cuBLAS call and deferred index check the device's stream is synchronised and
+// any error is raised at once, naming the kernel or op (normally a failure inside a
+// kernel surfaces at the next synchronisation, naming whatever waited). Slow; for
+// debugging and the GPU test run. Off unless the environment sets VITUNE_CUDA_SYNC=1
+// (read once; any value other than 0 or 1 is an error); set_launch_sync overrides it.
+void set_launch_sync(bool enabled);
+bool launch_sync();
+
 }  // namespace vitune::cuda
 
 namespace vitune::cpu {

@@ -95,6 +95,23 @@ int64_t last_dim_vector(const Tensor& x, const Tensor& vector, const char* name,
   return cols;
 }
 
+TokenShape token_sums_shape(const Tensor& x, const Tensor& accumulate, const char* op) {
+  VITUNE_CHECK(x.ndim() == 3, op, ": x must be [batch, tokens, features], got ", x.str());
+  const int64_t features = x.dim(2);
+  VITUNE_CHECK(accumulate.ndim() == 1 && accumulate.dim(0) == features && accumulate.dtype() == DType::F64, op,
+               ": the accumulator must be f64[", features, "] (x's last dimension) for x ", x.str(), ", got ",
+               accumulate.str());
+  return {x.dim(0), x.dim(1), features};
+}
+
+Columns column_slice_shape(const Tensor& x, int64_t first, int64_t count, const char* op) {
+  VITUNE_CHECK(x.ndim() == 2, op, ": x must be [rows, columns], got ", x.str());
+  const int64_t cols = x.dim(1);
+  VITUNE_CHECK(first >= 0 && count >= 0 && first <= cols && count <= cols - first, op, ": columns [", first, ", ",
+               first, " + ", count, ") are not inside the ", cols, " columns of ", x.str());
+  return {x.dim(0), cols};
+}
+
 ClassScores class_scores(const Tensor& scores, const char* scores_name, const Tensor& labels,
                          const char* op, DeviceCheck on_device) {
   VITUNE_CHECK(scores.ndim() == 2 && scores.dim(0) > 0 && scores.dim(1) > 0, op, ": ",

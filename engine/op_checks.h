@@ -51,6 +51,19 @@ RowShape layer_norm_backward_shape(const Tensor& x, const Tensor& weight, const 
 // vector of x's dtype as long as it; returns that length, the columns of x.
 int64_t last_dim_vector(const Tensor& x, const Tensor& vector, const char* name, const char* op);
 
+// token_abs_sums_into: x [B, T, F] (its float dtype checked by the backend) and an f64
+// accumulator [F]; returns B, T and F.
+struct TokenShape {
+  int64_t batch, tokens, features;
+};
+TokenShape token_sums_shape(const Tensor& x, const Tensor& accumulate, const char* op);
+
+// column_slice: x [R, C] with 0 <= first and 0 <= count <= C - first; returns R and C.
+struct Columns {
+  int64_t rows, cols;
+};
+Columns column_slice_shape(const Tensor& x, int64_t first, int64_t count, const char* op);
+
 // Checks scores [B, C] (logits or probabilities, named `scores_name`) with B, C > 0 and
 // labels i64 [B]; returns B and C. The label values are the backend's to check.
 struct ClassScores {

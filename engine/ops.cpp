@@ -138,6 +138,11 @@ bool all_finite(const Tensor& x) {
   return VITUNE_ON_DEVICE(x, all_finite(x));
 }
 
+void token_abs_sums_into(const Tensor& x, Tensor& accumulate) {
+  one_device("token_abs_sums_into", {&x, &accumulate});
+  VITUNE_ON_DEVICE(x, token_abs_sums_into(x, accumulate));
+}
+
 Tensor layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                           Tensor& mean, Tensor& rstd) {
   one_device("layer_norm_forward", {&x, &weight, &bias, &mean, &rstd});
@@ -211,6 +216,11 @@ void scatter(Tensor& x, const Tensor& indices, const Tensor& values) {
 void scatter_add(Tensor& x, const Tensor& indices, const Tensor& values) {
   one_device("scatter_add", {&x, &indices, &values});
   VITUNE_ON_DEVICE(x, scatter_add(x, indices, values));
+}
+
+Tensor column_slice(const Tensor& x, int64_t first, int64_t count) {
+  one_device("column_slice", {&x});
+  return VITUNE_ON_DEVICE(x, column_slice(x, first, count));
 }
 
 void masked_weight_grad(const Tensor& dy, const Tensor& x, const Tensor& indices,

@@ -198,8 +198,14 @@ void store_from_double(void* base, DType dtype, int64_t i, double v) {
 
 Tensor Tensor::to(DType dtype) const {
   if (dtype == dtype_) return *this;
-  // A device tensor converts through the host: conversions happen at load and save.
-  if (!device().host_memory()) return to(Device::cpu()).to(dtype).to(device());
+  if (!device().host_memory()) {
+    // f32 <-> f64 on the device; other pairs (conversions at load and save) through the host.
+    Tensor t(shape_, dtype, device());
+    if (numel_ == 0 || cuda::convert_on_device(kernel_raw(), dtype_, t.kernel_raw(), dtype, numel_, device().index)) {
+      return t;
+    }
+    return to(Device::cpu()).to(dtype).to(device());
+  }
   Tensor t(shape_, dtype, device());
   // Every source value (including i64 labels below 2^53) is exact in double, so one
   // path through double converts between any two dtypes without double rounding.

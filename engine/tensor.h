@@ -102,13 +102,18 @@ class Tensor {
   // Rows [begin, end) along the first dimension, as a view.
   Tensor rows(int64_t begin, int64_t end) const;
   Tensor clone() const;
-  // Converted copy (or this tensor itself when the dtype already matches).
+  // Converted copy on the same device (or this tensor itself when the dtype already
+  // matches). On a GPU, f32 <-> f64 runs on the device; other pairs go through the host.
   Tensor to(DType dtype) const;
   // Copy on another device (or this tensor itself when it is already there; an undefined
-  // tensor stays undefined). A copy to or from the host is complete when this returns.
+  // tensor stays undefined). A copy to the host is complete when this returns. A copy
+  // from the host to a GPU returns at once: the host bytes are staged in pinned memory
+  // and the device copies them in the order of its work (engine/device_memory.h), so the
+  // source may be changed or freed right away and every later op sees the copy.
+  // engine/upload.h starts such a copy ahead of its use, to overlap it with queued work.
   Tensor to(Device device) const;
   // Copies the values of `source` (same shape and dtype, any device) into this tensor's
-  // bytes.
+  // bytes, with the ordering of to(Device).
   void copy_from(const Tensor& source);
   void fill(double value);
   void zero();

@@ -3,11 +3,13 @@
 
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "engine/atomic_file.h"
 #include "engine/autocast.h"
 #include "engine/ops.h"
+#include "engine/upload.h"
 #include "nn/components.h"
 #include "nn/gradients.h"
 #include "nn/safetensors.h"
@@ -40,6 +42,45 @@ std::pair<int64_t, int64_t> correct_in_top(const Tensor& logits, const Tensor& l
 void move_batch(data::Batch& batch, Device device) {
   batch.images = batch.images.to(device);
   batch.labels = batch.labels.to(device);
+}
+
+// A training batch on its way to the model's device: fetched from the loader and its
+// upload started (engine/upload.h) while the device still works on the step before.
+struct IncomingBatch {
+  data::LoaderPosition from;  // the loader's position before it: where a checkpoint taken
+                              // after the step before continues
+  data::Batch batch;          // images and labels travel in the uploads
+  Upload images, labels;
+};
+
+IncomingBatch fetch_batch(data::Loader& loader, Device device) {
+  IncomingBatch incoming;
+  incoming.from = loader.position();
+  incoming.batch = loader.next();
+  incoming.images = Upload(incoming.batch.images, device);
+  incoming.labels = Upload(incoming.batch.labels, device);
+  incoming.batch.images = Tensor();
+  incoming.batch.labels = Tensor();
+  return incoming;
+}
+
+// The batch, with its tensors on the device, ready for the work queued from now on.
+data::Batch arrived(IncomingBatch& incoming) {
+  incoming.batch.images = incoming.images.take();
+  incoming.batch.labels = incoming.labels.take();
+  return std::move(incoming.batch);
+}
+
+// A training checkpoint: weights, optimizer state, the step and the loader position the
+// run continues from.
+void write_training_checkpoint(const std::string& path, const VisionTransformer& model, const Optimizer& optimizer,
+                               int64_t step, data::LoaderPosition position) {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const Parameter* p : model.parameters()) tensors.emplace_back(p->name(), p->value());
+  optimizer.export_state(kOptimizerPrefix, tensors);
+  ordered_json state = {{"step", step}, {"epoch", position.epoch}, {"batch", position.batch}};
+  write_safetensors(path, tensors,
+                    {{"vit_config", model.config().to_json()}, {"format", "pt"}, {"trainer_state", state.dump()}});
 }
 
 ordered_json norms_json(const GradNorms& norms) {
@@ -155,13 +196,7 @@ void Trainer::log_line(const std::string& json) {
 }
 
 void Trainer::save_checkpoint(const std::string& path) const {
-  std::vector<std::pair<std::string, Tensor>> tensors;
-  for (const Parameter* p : model_.parameters()) tensors.emplace_back(p->name(), p->value());
-  optimizer_->export_state(kOptimizerPrefix, tensors);
-  data::LoaderPosition position = train_.position();
-  ordered_json state = {{"step", step_}, {"epoch", position.epoch}, {"batch", position.batch}};
-  write_safetensors(path, tensors,
-                    {{"vit_config", model_.config().to_json()}, {"format", "pt"}, {"trainer_state", state.dump()}});
+  write_training_checkpoint(path, model_, *optimizer_, step_, train_.position());
 }
 
 void Trainer::resume(const std::string& checkpoint) {
@@ -198,13 +233,21 @@ EvalResult Trainer::run(const std::function<void(const StepReport&)>& on_step, d
                           {"eval_loss", last.loss}, {"eval_examples", last.examples}}
                  .dump());
   };
+  // On a device of its own the batch of the next step is fetched, and its upload
+  // started, once this step's forward pass is queued: on a GPU the copy then runs beside
+  // this step's work (the emulated device runs the same sequence, so that CI tests it).
+  // On the cpu there is nothing to overlap, and the batch is fetched when it is needed.
+  const bool fetch_ahead = !model_.device().is_cpu();
+  std::optional<IncomingBatch> ahead;
   while (step_ < config_.steps) {
-    data::Batch batch = train_.next();
+    IncomingBatch incoming = ahead ? std::move(*ahead) : fetch_batch(train_, model_.device());
+    ahead.reset();
+    data::Batch batch = arrived(incoming);
     if (batch.labels.numel() == 0) continue;  // every image of the batch was unreadable
-    move_batch(batch, model_.device());
     double lr = config_.schedule.lr_at(step_);
     optimizer_->set_lr(lr);
     autograd::Variable logits = model_.forward(autograd::Variable(batch.images));
+    if (fetch_ahead && step_ + 1 < config_.steps) ahead = fetch_batch(train_, model_.device());
     autograd::Variable loss = autograd::cross_entropy(logits, batch.labels, config_.label_smoothing);
     double loss_value = loss.value().item(0);
     VITUNE_CHECK(std::isfinite(loss_value), "the loss became ", loss_value, " at step ", step_ + 1,
@@ -231,7 +274,8 @@ EvalResult Trainer::run(const std::function<void(const StepReport&)>& on_step, d
     bool last_step = step_ == config_.steps;
     if (!config_.checkpoint_path.empty() &&
         (last_step || (config_.checkpoint_every > 0 && step_ % config_.checkpoint_every == 0))) {
-      save_checkpoint(config_.checkpoint_path);
+      write_training_checkpoint(config_.checkpoint_path, model_, *optimizer_, step_,
+                                ahead ? ahead->from : train_.position());
     }
     if (eval && (last_step || (config_.eval_every > 0 && step_ % config_.eval_every == 0))) run_eval();
   }

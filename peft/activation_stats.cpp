@@ -2,46 +2,16 @@
 // pass reports each activation.
 #include "peft/activation_stats.h"
 
-#include <algorithm>
-#include <cmath>
-
 #include "autograd/variable.h"
+#include "engine/devices.h"
 #include "engine/ops.h"
-#include "engine/parallel.h"
+#include "engine/upload.h"
 
 namespace vitune::peft {
 
 namespace {
 
 constexpr const char* kPatchesName = "patches";
-
-// Features per parallel task: an (image, feature block) pair is one output chunk,
-// summed over the tokens in order.
-constexpr int64_t kFeatureBlock = 256;
-
-// sums[b * F + f] = sum over t, in order, of |x[b, t, f]| (x [B, T, F] on the host).
-std::vector<double> per_image_abs_sums(const Tensor& x) {
-  const int64_t batch = x.dim(0), tokens = x.dim(1), features = x.dim(2);
-  std::vector<double> sums(size_t(batch * features), 0.0);
-  const int64_t blocks = (features + kFeatureBlock - 1) / kFeatureBlock;
-  on_float_dtype(x, "activation statistics", [&](auto zero) {
-    using T = decltype(zero);
-    const T* values = x.data<T>();
-    parallel_for(batch * blocks, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t task = begin; task < end; ++task) {
-        const int64_t b = task / blocks;
-        const int64_t first = (task % blocks) * kFeatureBlock;
-        const int64_t last = std::min(features, first + kFeatureBlock);
-        double* acc = sums.data() + b * features;
-        for (int64_t t = 0; t < tokens; ++t) {
-          const T* row = values + (b * tokens + t) * features;
-          for (int64_t f = first; f < last; ++f) acc[f] += std::fabs(double(row[f]));
-        }
-      }
-    });
-  });
-  return sums;
-}
 
 }  // namespace
 
@@ -64,7 +34,7 @@ ActivationStats::ActivationStats(const nn::VisionTransformer& model)
     : model_(model), layers_(measured_layers(model)) {
   for (size_t i = 0; i < layers_.size(); ++i) {
     layer_of_input_[layers_[i].input_name] = i;
-    sums_.emplace_back(size_t(layers_[i].in_features), 0.0);
+    sums_.push_back(Tensor::zeros({layers_[i].in_features}, DType::F64, model.device()));
   }
 }
 
@@ -74,14 +44,7 @@ void ActivationStats::add_activation(size_t layer, const Tensor& value) {
                    value.dim(2) == measured.in_features,
                "activation statistics: ", measured.input_name, " is ", value.str(), ", expected [B, ",
                measured.tokens_per_image, ", ", measured.in_features, "] for ", measured.weight_name);
-  // An activation on a CUDA device is copied to the host once and reduced there.
-  const std::vector<double> per_image = per_image_abs_sums(value.to(Device::cpu()));
-  std::vector<double>& total = sums_[layer];
-  const size_t features = total.size();
-  for (int64_t b = 0; b < value.dim(0); ++b) {
-    const double* image = per_image.data() + size_t(b) * features;
-    for (size_t f = 0; f < features; ++f) total[f] += image[f];
-  }
+  ops::token_abs_sums_into(value, sums_[layer]);
 }
 
 void ActivationStats::add_batch(const Tensor& images) {
@@ -91,9 +54,10 @@ void ActivationStats::add_batch(const Tensor& images) {
                "activation statistics: images are ", images.str(), ", expected [B, ", c.in_chans, ", ",
                c.img_size, ", ", c.img_size, "] for this model");
   autograd::NoGradGuard no_tape;
-  // The patches are cut on the images' device; the forward pass runs on the model's.
-  add_activation(0, ops::patchify(images, c.patch));
-  model_.features(autograd::Variable(images.to(model_.device())), [this](const std::string& name, const Tensor& value) {
+  // The patches are cut, and the forward pass runs, on the model's device.
+  const Tensor on_model = images.to(model_.device());
+  add_activation(0, ops::patchify(on_model, c.patch));
+  model_.features(autograd::Variable(on_model), [this](const std::string& name, const Tensor& value) {
     auto found = layer_of_input_.find(name);
     if (found != layer_of_input_.end()) add_activation(found->second, value);
   });
@@ -105,8 +69,8 @@ std::vector<std::pair<std::string, Tensor>> ActivationStats::means() const {
   std::vector<std::pair<std::string, Tensor>> out;
   for (size_t i = 0; i < layers_.size(); ++i) {
     const double count = double(images_) * double(layers_[i].tokens_per_image);
-    std::vector<double> mean(sums_[i].size());
-    for (size_t f = 0; f < mean.size(); ++f) mean[f] = sums_[i][f] / count;
+    std::vector<double> mean = sums_[i].to_vector<double>();  // the reduced sums, to the host
+    for (double& m : mean) m /= count;
     out.emplace_back(layers_[i].weight_name, Tensor::from_vector({int64_t(mean.size())}, mean, Device::cpu()));
   }
   return out;
@@ -115,11 +79,22 @@ std::vector<std::pair<std::string, Tensor>> ActivationStats::means() const {
 void measure_activations(ActivationStats& stats, data::Loader& loader,
                          const std::function<void(int64_t)>& on_batch) {
   VITUNE_CHECK(!loader.options().shuffle, "activation statistics: the loader must not shuffle");
+  // On a device of its own, batch b + 1 is fetched, and its copy to the device started,
+  // before batch b is measured, so that the copy runs beside b's forward pass
+  // (engine/upload.h; the emulated device runs the same sequence). On the cpu each batch
+  // is fetched when it is needed.
+  const Device device = stats.device();
+  const bool fetch_ahead = !device.is_cpu();
+  auto fetch = [&] { return Upload(loader.next().images, device); };
+  Upload ahead;
   for (int64_t b = 0; b < loader.batches_per_epoch(); ++b) {
-    data::Batch batch = loader.next();
-    if (batch.images.defined() && batch.images.numel() > 0) stats.add_batch(batch.images);
+    Tensor images = fetch_ahead && b > 0 ? ahead.take() : fetch().take();
+    if (fetch_ahead && b + 1 < loader.batches_per_epoch()) ahead = fetch();
+    if (images.defined() && images.numel() > 0) stats.add_batch(images);
     if (on_batch) on_batch(stats.images());
   }
+  // Nothing above waits for the device: the work is done, for timings, only here.
+  synchronize(device);
 }
 
 }  // namespace vitune::peft

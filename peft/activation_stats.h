@@ -5,11 +5,12 @@
 // is reduced to per-feature sums as it passes and then dropped.
 //
 // Determinism: each image's tokens are summed per feature in double, in token order,
-// and the images are then added in the order they arrive. The same images in the same
-// order give the same bits whatever the batch split and the thread count. A model on a
-// CUDA device runs its forward pass there; each observed activation is copied to the
-// host once and reduced there, so the sums are the same bits on every device for the
-// same activations.
+// and the images are then added in the order they arrive (ops::token_abs_sums_into).
+// The same images in the same order give the same bits whatever the batch split and the
+// thread count. Everything runs on the model's device: the forward pass, the reduction
+// of each observed activation and the running sums, which reach the host only in
+// means(); both backends sum in the same order, so the same activations give the same
+// bits on every device.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +46,7 @@ class ActivationStats {
   void add_batch(const Tensor& images);
 
   const std::vector<MeasuredLayer>& layers() const { return layers_; }
+  Device device() const { return model_.device(); }
   int64_t images() const { return images_; }
   // Per layer, in layers() order: the weight name and the mean |a_k| as f64 [in_features]
   // (the sum over images and tokens divided by images * tokens_per_image).
@@ -56,12 +58,14 @@ class ActivationStats {
   const nn::VisionTransformer& model_;
   std::vector<MeasuredLayer> layers_;
   std::map<std::string, size_t> layer_of_input_;
-  std::vector<std::vector<double>> sums_;  // per layer, per feature
+  std::vector<Tensor> sums_;  // per layer: f64 [in_features] on the model's device
   int64_t images_ = 0;
 };
 
 // Streams every batch of one epoch of `loader` (which must not shuffle) through
-// `stats`; `on_batch(images_done)` is called after each batch.
+// `stats`; `on_batch(images_done)` is called after each batch. The next batch's copy to
+// the device is started before the current one is measured (engine/upload.h); the
+// device's work is complete when this returns.
 void measure_activations(ActivationStats& stats, data::Loader& loader,
                          const std::function<void(int64_t)>& on_batch = {});
 

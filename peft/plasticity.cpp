@@ -183,16 +183,17 @@ void PlasticityMeter::add_batch(const Tensor& images) {
       const bool token_statistics = step == "norm1_in" || step == "norm2_in" || step == "norm1_out";
       const bool gram = std::find(wanted.begin(), wanted.end(), step) != wanted.end();
       if (!token_statistics && !gram) return;
-      // An activation on a CUDA device is copied to the host once: the token statistics
-      // and the Gram matrix's slices are read there, and the Gram's products run on the
-      // activation's device. A host activation is used as it is.
-      const Tensor host = value.to(Device::cpu());
+      // The Gram matrix is formed on the activation's device; the token statistics read
+      // a host copy (a host activation is used as it is).
       const nn::Block& b = *model_.blocks[size_t(block)];
       BlockInputStats& in = inputs_[size_t(block)];
-      if (step == "norm1_in") in.ln1_min_std = std::min(in.ln1_min_std, min_token_std(host, b.norm1.eps));
-      if (step == "norm2_in") in.ln2_min_std = std::min(in.ln2_min_std, min_token_std(host, b.norm2.eps));
-      if (step == "norm1_out") add_token_norms(host, in);
-      if (gram) grams[std::to_string(block) + "." + step] = gram_matrix(host, value.device());
+      if (token_statistics) {
+        const Tensor host = value.to(Device::cpu());
+        if (step == "norm1_in") in.ln1_min_std = std::min(in.ln1_min_std, min_token_std(host, b.norm1.eps));
+        if (step == "norm2_in") in.ln2_min_std = std::min(in.ln2_min_std, min_token_std(host, b.norm2.eps));
+        if (step == "norm1_out") add_token_norms(host, in);
+      }
+      if (gram) grams[std::to_string(block) + "." + step] = gram_matrix(value);
     });
   }
   for (size_t block = 0; block < inputs_.size(); ++block) {

@@ -20,16 +20,6 @@ void check_batch(const Tensor& x, const char* what) {
                ": expected a float batch [B, ...], got ", x.defined() ? x.str() : "an undefined tensor");
 }
 
-// Columns [first, first + slice width) of a [rows, width] tensor into the f64 `slice`.
-template <typename T>
-void copy_columns(const Tensor& flat, int64_t first, Tensor& slice) {
-  const int64_t rows = flat.dim(0), width = flat.dim(1), count = slice.dim(1);
-  const T* in = flat.data<T>();
-  double* out = slice.data<double>();
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < count; ++c) out[r * count + c] = double(in[r * width + first + c]);
-}
-
 void check_gram(const Tensor& g, const char* what) {
   VITUNE_CHECK(g.ndim() == 2 && g.dim(0) == g.dim(1) && g.dtype() == DType::F64, what,
                ": expected an f64 Gram matrix [B, B], got ", g.str());
@@ -63,24 +53,17 @@ void check_matched(const Tensor& a, const Tensor& b, const char* what) {
 
 }  // namespace
 
-Tensor gram_matrix(const Tensor& x) { return gram_matrix(x, x.device()); }
-
-Tensor gram_matrix(const Tensor& x, Device products_on) {
+Tensor gram_matrix(const Tensor& x) {
   check_batch(x, "gram_matrix");
   const int64_t batch = x.dim(0), width = batch > 0 ? x.numel() / batch : 0;
-  Tensor gram = Tensor::zeros({batch, batch}, DType::F64, products_on);
-  // Column slices of the flattened batch, converted to double one at a time on the host
-  // and accumulated in a fixed order on `products_on`: G = sum over slices of X_s X_s^T.
-  const Tensor flat = x.reshape({batch, width}).to(Device::cpu());
+  Tensor gram = Tensor::zeros({batch, batch}, DType::F64, x.device());
+  // Column slices of the flattened batch, converted to double one at a time and
+  // accumulated in a fixed order, all on x's device: G = sum over slices of X_s X_s^T.
+  const Tensor flat = x.reshape({batch, width});
   for (int64_t first = 0; first < width; first += kGramSlice) {
     const int64_t count = std::min(kGramSlice, width - first);
-    Tensor slice({batch, count}, DType::F64, Device::cpu());
-    if (x.dtype() == DType::F32)
-      copy_columns<float>(flat, first, slice);
-    else
-      copy_columns<double>(flat, first, slice);
-    const Tensor slice_there = slice.to(products_on);
-    ops::gemm(false, true, 1.0, slice_there, slice_there, 1.0, gram);
+    const Tensor slice = ops::column_slice(flat, first, count).to(DType::F64);
+    ops::gemm(false, true, 1.0, slice, slice, 1.0, gram);
   }
   return gram.to(Device::cpu());
 }

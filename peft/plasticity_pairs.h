@@ -5,9 +5,9 @@
 // at 0, with X converted to double a slice of 8192 columns at a time; beyond the batch
 // itself memory is O(B^2 + B * 8192) whatever the number of pairs.
 //
-// Devices: a batch may live on a CUDA device. It is then copied to the host once, the
-// slices are converted to double there and the f64 products run on the device; every
-// distance and ratio is computed on the host, from Gram matrices that are on the host.
+// Devices: a batch may live on a CUDA device. The slices are then cut and converted to
+// double there and the f64 products run there too; only the B x B Gram matrix comes to
+// the host, where every distance and ratio is computed.
 #pragma once
 
 #include <cstdint>
@@ -18,12 +18,9 @@
 
 namespace vitune::peft {
 
-// G = X X^T, f64 [B, B] on the host, for a float tensor x [B, ...] on any device (f64
-// GEMMs over column slices, on x's device).
+// G = X X^T, f64 [B, B] on the host, for a float tensor x [B, ...] on any device (the
+// slicing, conversion and f64 GEMMs on x's device).
 Tensor gram_matrix(const Tensor& x);
-// The same with the GEMMs on `products_on`, for a batch already copied to the host from
-// that device.
-Tensor gram_matrix(const Tensor& x, Device products_on);
 
 // |x_a - x_b| for every pair a < b, in the order (0,1), (0,2), ..., (0,B-1), (1,2), ...
 std::vector<double> pair_distances(const Tensor& gram);

@@ -1,8 +1,11 @@
 // Cross-entropy with label smoothing on CUDA: a stable log-softmax per row (one thread
 // block per row, sums in double), the mean loss summed on the host in row order, and the
-// gradient with respect to the logits. Labels are checked on the device and a label
-// outside [0, classes) is reported as an Error naming the first such row.
+// gradient with respect to the logits. Labels are checked on the device without waiting
+// (index_check.h): a label outside [0, classes) is an Error naming the first such row,
+// raised by the loss's own read-back in the forward, and at the next wait for the device
+// in the backward; the kernels skip their work when the check failed.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/cuda/block_reduce.cuh"
@@ -15,40 +18,44 @@ namespace vitune::cuda {
 
 namespace {
 
-// Copies `count` values of type V from device memory to the host and waits for them.
+// Copies `count` values of type V from device memory to the host and waits for them
+// (which reports a failed label check).
 template <typename V>
-std::vector<V> read_back(const V* source, int64_t count, int device) {
+std::vector<V> read_back(const V* source, int64_t count, int device, const char* op) {
   std::vector<V> values(static_cast<size_t>(count));
-  cudaStream_t s = stream(device);
   VITUNE_CUDA_CHECK(cudaMemcpyAsync(values.data(), source, size_t(count) * sizeof(V),
-                                    cudaMemcpyDeviceToHost, s));
-  VITUNE_CUDA_CHECK(cudaStreamSynchronize(s));
+                                    cudaMemcpyDeviceToHost, stream(device)));
+  wait_for(device, op);
   return values;
 }
 
-// Checks scores [B, C] (logits or probabilities), labels i64 [B] in [0, C) on the same
-// CUDA device (the range on the device, waiting for the answer) and the smoothing in
-// [0, 1]; returns the device.
-int check_arguments(const Tensor& scores, const char* scores_name, const Tensor& labels,
-                    double smoothing, const char* op) {
+struct CheckedArguments {
+  int device;
+  const unsigned long long* fault;  // the label check's verdict on the device
+};
+
+// Checks scores [B, C] (logits or probabilities), labels i64 [B] on the same CUDA device
+// and the smoothing in [0, 1], and queues the check of the labels' range [0, C).
+CheckedArguments check_arguments(const Tensor& scores, const char* scores_name, const Tensor& labels,
+                                 double smoothing, const char* op) {
   check_cuda_float(scores, op);
   const int64_t classes = op_checks::class_scores(scores, scores_name, labels, op, check_on_cuda).classes;
   const int device = same_device({&scores, &labels}, op);
-  const int64_t row = first_bad_index(labels, classes, false);
-  if (row >= 0) {
-    throw Error(cat(op, ": label ", index_at(labels, row), " of row ", row, " is outside [0, ",
-                    classes, ")"));
-  }
   op_checks::check_label_smoothing(smoothing, op);
-  return device;
+  const unsigned long long* fault = check_indices_deferred(
+      labels, classes, false, [op = std::string(op), classes](int64_t row, int64_t label, int64_t) {
+        return cat(op, ": label ", label, " of row ", row, " is outside [0, ", classes, ")");
+      });
+  return {device, fault};
 }
 
 // Writes softmax(logits) into probs and the smoothed cross-entropy of each row into
 // row_loss; one block per row. With lse = log sum_c exp(x_c) and logp_c = x_c - lse:
 //   -sum_c target_c logp_c = (1 - s) (lse - x_label) + s (lse - mean_c x_c).
 template <typename T>
-__global__ void forward_kernel(const T* logits, const int64_t* labels, double smoothing,
-                               int64_t batch, int64_t classes, T* probs, double* row_loss) {
+__global__ void forward_kernel(const T* logits, const int64_t* labels, double smoothing, int64_t batch,
+                               int64_t classes, const unsigned long long* fault, T* probs, double* row_loss) {
+  if (*fault != kNoFault) return;
   for (int64_t b = blockIdx.x; b < batch; b += gridDim.x) {
     const T* x = logits + b * classes;
     T* p = probs + b * classes;
@@ -82,8 +89,9 @@ __global__ void forward_kernel(const T* logits, const int64_t* labels, double sm
 //   dlogits = (probs - target) * factor,  factor = grad_scale / B,
 // with target t_c = 1 - s + s/C at the label and s/C elsewhere. One thread per element.
 template <typename T>
-__global__ void backward_kernel(const T* probs, const int64_t* labels, double smoothing,
-                                double factor, int64_t batch, int64_t classes, T* dlogits) {
+__global__ void backward_kernel(const T* probs, const int64_t* labels, double smoothing, double factor,
+                                int64_t batch, int64_t classes, const unsigned long long* fault, T* dlogits) {
+  if (*fault != kNoFault) return;
   const double off_target = smoothing / double(classes);
   const double on_target = 1 - smoothing + off_target;
   const int64_t n = batch * classes;
@@ -100,19 +108,20 @@ __global__ void backward_kernel(const T* probs, const int64_t* labels, double sm
 double cross_entropy_forward(const Tensor& logits, const Tensor& labels, double smoothing,
                              Tensor& probs) {
   const char* op = "cross_entropy_forward";
-  const int device = check_arguments(logits, "logits", labels, smoothing, op);
+  const CheckedArguments checked = check_arguments(logits, "logits", labels, smoothing, op);
+  const int device = checked.device;
   const int64_t batch = logits.dim(0), classes = logits.dim(1);
   probs = Tensor(logits.shape(), logits.dtype(), logits.device());
   Tensor row_loss({batch}, DType::F64, logits.device());
   dispatch_float(logits, op, [&](auto zero) {
     using T = decltype(zero);
     forward_kernel<T><<<blocks_for(batch, 1), kRowThreads, 0, stream(device)>>>(
-        logits.kernel_data<T>(), labels.kernel_data<int64_t>(), smoothing, batch, classes, probs.kernel_data<T>(),
-        row_loss.kernel_data<double>());
+        logits.kernel_data<T>(), labels.kernel_data<int64_t>(), smoothing, batch, classes, checked.fault,
+        probs.kernel_data<T>(), row_loss.kernel_data<double>());
     check_launch("cross_entropy forward_kernel");
   });
   double total = 0;
-  for (double loss : read_back(row_loss.kernel_data<double>(), batch, device)) total += loss;
+  for (double loss : read_back(row_loss.kernel_data<double>(), batch, device, op)) total += loss;
   return total / double(batch);
 }
 
@@ -120,14 +129,15 @@ double cross_entropy_forward(const Tensor& logits, const Tensor& labels, double 
 Tensor cross_entropy_backward(const Tensor& probs, const Tensor& labels, double smoothing,
                               double grad_scale) {
   const char* op = "cross_entropy_backward";
-  const int device = check_arguments(probs, "probs", labels, smoothing, op);
+  const CheckedArguments checked = check_arguments(probs, "probs", labels, smoothing, op);
+  const int device = checked.device;
   const int64_t batch = probs.dim(0), classes = probs.dim(1);
   Tensor dlogits(probs.shape(), probs.dtype(), probs.device());
   dispatch_float(probs, op, [&](auto zero) {
     using T = decltype(zero);
     backward_kernel<T><<<blocks_for(batch * classes), kThreads, 0, stream(device)>>>(
         probs.kernel_data<T>(), labels.kernel_data<int64_t>(), smoothing, grad_scale / double(batch), batch,
-        classes, dlogits.kernel_data<T>());
+        classes, checked.fault, dlogits.kernel_data<T>());
     check_launch("cross_entropy backward_kernel");
   });
   return dlogits;

@@ -3,7 +3,7 @@
 // leading dimension, so the row-major product C = op(A) op(B) is the column-major
 // product C^T = op(B)^T op(A)^T: the same call with the operands (and their sizes)
 // swapped. One strided-batched call serves the single products (batch 1) and the
-// stacks (attention heads, gemm_batched). Include only from .cu files.
+// stacks (gemm_batched; attention through lattice_gemm.h). Include only from .cu files.
 #pragma once
 
 #include <cublas_v2.h>
@@ -66,6 +66,7 @@ void row_major_gemm(int device, bool trans_a, bool trans_b, int64_t m, int64_t n
                                    cublas_int(k, "k", op), &alpha, b.data, cublas_int(b.ld, "ldb", op), b.stride,
                                    a.data, cublas_int(a.ld, "lda", op), a.stride, &beta, c,
                                    cublas_int(ldc, "ldc", op), stride_c, cublas_int(batch, "batch", op)));
+  check_launch(op);
 }
 
 }  // namespace vitune::cuda

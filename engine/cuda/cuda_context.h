@@ -1,6 +1,7 @@
-// What every CUDA kernel file needs: status checks that name the failing call, the one
-// stream and cuBLAS handle vitune uses per device, launch sizes, and argument checks
-// in the manner of engine/cpu/check.h. Include only from .cu files.
+// What every CUDA kernel file needs: status checks that name the failing call, the
+// compute stream and cuBLAS handle vitune uses per device (and the copy stream of the
+// uploads started ahead of use), the one way to wait for a device, launch sizes, and
+// argument checks in the manner of engine/cpu/check.h. Include only from .cu files.
 #pragma once
 
 #include <cublas_v2.h>
@@ -18,12 +19,26 @@ void check_cuda(cudaError_t status, const char* what);
 void check_cublas(cublasStatus_t status, const char* what);
 #define VITUNE_CUDA_CHECK(call) ::vitune::cuda::check_cuda((call), #call)
 #define VITUNE_CUBLAS_CHECK(call) ::vitune::cuda::check_cublas((call), #call)
-// After a kernel launch: throws, naming the kernel, when the launch failed.
+// After every kernel launch and library call (cuBLAS, CUB) on the current device:
+// throws, naming the kernel or op, when the launch failed. In launch-synchronous mode
+// (VITUNE_CUDA_SYNC=1, engine/devices.h) it also waits for the device's stream and
+// throws any error the work raised, and any failed deferred index check, naming it.
 void check_launch(const char* kernel);
 
 // Makes `device` current on the calling thread, then returns its stream: every kernel
 // and copy of vitune on that device is queued on this one stream, in program order.
 cudaStream_t stream(int device);
+// The device's second stream, which only the uploads started ahead of use run on
+// (engine/device_memory.h start_upload); events order it against stream(device).
+cudaStream_t copy_stream(int device);
+// Waits until the work queued on stream(device) is done; throws naming `what` when it
+// failed, then reports failed deferred index checks (index_check.h). Every place that
+// waits for a device (read-backs, synchronize) waits through here.
+void wait_for(int device, const char* what);
+// Events of `device` (no timing), reused: take one, record or wait on it, give it back.
+// A wait already queued on an event is not disturbed by recording it again.
+cudaEvent_t take_event(int device);
+void give_event(int device, cudaEvent_t event);
 // The cuBLAS handle of `device`, bound to stream(device), in TF32 or full fp32 math
 // after tf32_enabled().
 cublasHandle_t cublas(int device);

@@ -1,16 +1,21 @@
-// The caching device allocator and the transfers of device_memory.h.
+// The caching device allocator of device_memory.h, and the release of cached memory.
 //
 // cudaMalloc and cudaFree synchronise the device and cost tens of microseconds; a
 // training step allocates the same activation sizes every time. Freed blocks are kept,
 // keyed by their rounded size, and handed out again for a request of the same rounded
 // size. Blocks under 1 MiB round up to 512 bytes, larger ones to 2 MiB: few distinct
 // sizes, little waste next to the block. The cache is not capped; when cudaMalloc fails
-// it is emptied and the request retried once.
+// it is emptied and the request retried once. Besides the cache it counts the reserved
+// bytes (every cudaMalloc not yet freed) and their peak; tensors' requested bytes are
+// counted by engine/allocator.cpp.
+#include <algorithm>
 #include <map>
 #include <mutex>
+#include <string>
 
 #include "engine/allocator.h"
 #include "engine/cuda/cuda_context.h"
+#include "engine/cuda/pinned_staging.h"
 #include "engine/device_memory.h"
 #include "engine/error.h"
 
@@ -36,48 +41,92 @@ class DeviceCache {
     if (it == blocks_.end()) return nullptr;
     void* p = it->second;
     blocks_.erase(it);
-    bytes_[device] -= int64_t(rounded);
+    counts_[device].cached -= int64_t(rounded);
     return p;
   }
 
   void give(int device, void* p, size_t rounded) {
     std::lock_guard<std::mutex> lock(mutex_);
     blocks_.emplace(std::make_pair(device, rounded), p);
-    bytes_[device] += int64_t(rounded);
+    counts_[device].cached += int64_t(rounded);
+  }
+
+  // A block of `rounded` bytes came from cudaMalloc.
+  void reserved(int device, size_t rounded) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Counts& c = counts_[device];
+    c.reserved += int64_t(rounded);
+    c.peak_reserved = std::max(c.peak_reserved, c.reserved);
   }
 
   // Frees every cached block (of one device, or of all when device < 0). A cached
   // block may still be read or written by queued kernels of the tensor that held it, so
-  // each device finishes its queued work before its blocks go back to the driver.
+  // each device finishes its queued work before its blocks go back to the driver. A
+  // block the driver refuses to free stays cached (and counted as reserved); the first
+  // such failure is thrown once every other block was freed.
   void release(int device) {
     std::lock_guard<std::mutex> lock(mutex_);
+    std::string failure;
     int synchronized = -1;
     for (auto it = blocks_.begin(); it != blocks_.end();) {
-      if (device >= 0 && it->first.first != device) {
+      const int owner = it->first.first;
+      const size_t rounded = it->first.second;
+      if (device >= 0 && owner != device) {
         ++it;
         continue;
       }
-      cudaSetDevice(it->first.first);
-      if (it->first.first != synchronized) {
-        cudaDeviceSynchronize();
-        synchronized = it->first.first;
+      if (owner != synchronized) {
+        check_cuda(cudaSetDevice(owner), "cudaSetDevice (releasing the cached device blocks)");
+        check_cuda(cudaDeviceSynchronize(), cat("cudaDeviceSynchronize before releasing the cached blocks of cuda:",
+                                                owner).c_str());
+        synchronized = owner;
       }
-      cudaFree(it->second);
-      bytes_[it->first.first] -= int64_t(it->first.second);
+      const cudaError_t status = cudaFree(it->second);
+      if (status != cudaSuccess) {
+        cudaGetLastError();
+        if (failure.empty()) {
+          failure = cat("cudaFree of a cached block of ", rounded, " bytes on cuda:", owner, " failed: ",
+                        cudaGetErrorName(status), " (", cudaGetErrorString(status), ")");
+        }
+        ++it;
+        continue;
+      }
+      Counts& c = counts_[owner];
+      c.cached -= int64_t(rounded);
+      c.reserved -= int64_t(rounded);
       it = blocks_.erase(it);
     }
+    VITUNE_CHECK(failure.empty(), "releasing the CUDA block cache: ", failure);
   }
 
-  int64_t bytes(int device) {
+  int64_t cached_bytes(int device) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = bytes_.find(device);
-    return it == bytes_.end() ? 0 : it->second;
+    auto it = counts_.find(device);
+    return it == counts_.end() ? 0 : it->second.cached;
+  }
+
+  ReservedBytes reserved_bytes(int device) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = counts_.find(device);
+    if (it == counts_.end()) return {};
+    return {it->second.reserved, it->second.peak_reserved};
+  }
+
+  void reset_reserved_peak(int device) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Counts& c = counts_[device];
+    c.peak_reserved = c.reserved;
   }
 
  private:
+  struct Counts {
+    int64_t cached = 0;         // bytes of the blocks in the cache
+    int64_t reserved = 0;       // bytes of every block from cudaMalloc not yet freed
+    int64_t peak_reserved = 0;  // most reserved since the last reset
+  };
   std::mutex mutex_;
   std::multimap<std::pair<int, size_t>, void*> blocks_;
-  std::map<int, int64_t> bytes_;
+  std::map<int, Counts> counts_;
 };
 
 // Never destroyed: tensors released during static destruction still find it.
@@ -110,6 +159,7 @@ void* device_allocate(int device, size_t bytes) {
                     cudaGetErrorString(status), "; tensors hold ", mib(memory_stats(Device::cuda(device)).current_bytes),
                     ", the device has ", mib(int64_t(free_bytes)), " free of ", mib(int64_t(total_bytes))));
   }
+  cache().reserved(device, rounded);
   return p;
 }
 
@@ -117,41 +167,17 @@ void device_free(int device, void* pointer, size_t bytes) {
   if (pointer != nullptr) cache().give(device, pointer, rounded_size(bytes));
 }
 
-int64_t device_cached_bytes(int device) { return cache().bytes(device); }
+int64_t device_cached_bytes(int device) { return cache().cached_bytes(device); }
 
-void release_device_cache() { cache().release(-1); }
+ReservedBytes device_reserved_bytes(int device) { return cache().reserved_bytes(device); }
 
-void copy_bytes(void* destination, Device destination_device, const void* source, Device source_device,
-                size_t bytes) {
-  if (bytes == 0) return;
-  VITUNE_CHECK(!(destination_device.is_cpu() && source_device.is_cpu()), "copy_bytes: host to host");
-  if (source_device.is_cpu()) {
-    cudaStream_t s = stream(destination_device.index);
-    VITUNE_CUDA_CHECK(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyHostToDevice, s));
-    VITUNE_CUDA_CHECK(cudaStreamSynchronize(s));
-  } else if (destination_device.is_cpu()) {
-    cudaStream_t s = stream(source_device.index);
-    VITUNE_CUDA_CHECK(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDeviceToHost, s));
-    VITUNE_CUDA_CHECK(cudaStreamSynchronize(s));
-  } else if (source_device == destination_device) {
-    VITUNE_CUDA_CHECK(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDeviceToDevice,
-                                      stream(source_device.index)));
-  } else {
-    // Between two devices: the source's pending work first, then the copy on the
-    // destination's stream, which later work there is ordered after.
-    VITUNE_CUDA_CHECK(cudaStreamSynchronize(stream(source_device.index)));
-    cudaStream_t s = stream(destination_device.index);
-    VITUNE_CUDA_CHECK(cudaMemcpyPeerAsync(destination, destination_device.index, source, source_device.index,
-                                          bytes, s));
-    VITUNE_CUDA_CHECK(cudaStreamSynchronize(s));
-  }
+void reset_device_reserved_peak(int device) { cache().reset_reserved_peak(device); }
+
+void release_device_cache() {
+  cache().release(-1);
+  release_idle_staging();
 }
 
-void zero_bytes(void* pointer, int device, size_t bytes) {
-  if (bytes == 0) return;
-  VITUNE_CUDA_CHECK(cudaMemsetAsync(pointer, 0, bytes, stream(device)));
-}
-
-void synchronize(int device) { VITUNE_CUDA_CHECK(cudaStreamSynchronize(stream(device))); }
+int64_t pinned_staging_bytes() { return staging_pool_bytes(); }
 
 }  // namespace vitune::cuda

@@ -92,6 +92,7 @@ void bf16_products(int device, bool trans_a, bool trans_b, GemmShape s, float al
       CUDA_R_16BF, cublas_int(lda, "lda", op), static_cast<long long>(s.m * s.k), &beta, c.kernel_raw(), CUDA_R_32F,
       cublas_int(ldc, "ldc", op), static_cast<long long>(s.m * s.n), cublas_int(batch, "batch", op),
       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  check_launch(op);
 }
 
 void check_autocast_operand(const Tensor& a, const char* op) {

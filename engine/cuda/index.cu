@@ -1,6 +1,8 @@
 // CUDA gather and scatter through flat i64 indices, with the CPU's rules: every index is
 // checked against [0, numel) on the device before anything is written (a bad index is
-// an Error and leaves x untouched); gather and scatter move elements of any dtype,
+// an Error, raised at the next wait for the device (index_check.h), and leaves x
+// untouched: the kernels read the check's verdict and do nothing); gather and scatter
+// move elements of any dtype,
 // scatter_add adds float elements. Repeated indices keep the CPU's sequential meaning
 // without float atomics: the (index, position) pairs are sorted by index with a stable
 // radix sort, so each index's positions form one run in their original order; scatter
@@ -10,6 +12,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <string>
 
 #include "engine/cuda/cuda_context.h"
 #include "engine/cuda/index_check.h"
@@ -20,26 +23,31 @@ namespace vitune::cuda {
 
 namespace {
 
-void check_indices(const Tensor& indices, int64_t numel, const Tensor& x, const char* op) {
+// Queues the check of the indices (index_check.h); returns the word the kernels read.
+const unsigned long long* check_indices(const Tensor& indices, int64_t numel, const Tensor& x, const char* op) {
   check_on_cuda(indices, op);
   op_checks::check_index_dtype(indices, op);
   same_device({&x, &indices}, op);
-  const int64_t i = first_bad_index(indices, numel, false);
-  VITUNE_CHECK(i < 0, op, ": index ", index_at(indices, i), " at position ", i, " is outside [0, ", numel,
-               ") for ", x.str());
+  return check_indices_deferred(indices, numel, false,
+                                [op = std::string(op), numel, x = x.str()](int64_t position, int64_t value, int64_t) {
+                                  return cat(op, ": index ", value, " at position ", position, " is outside [0, ",
+                                             numel, ") for ", x);
+                                });
 }
 
-void check_scatter_args(const Tensor& x, const Tensor& indices, const Tensor& values,
-                        const char* op) {
+const unsigned long long* check_scatter_args(const Tensor& x, const Tensor& indices, const Tensor& values,
+                                             const char* op) {
   check_on_cuda(x, op);
   check_on_cuda(values, op);
   same_device({&x, &values}, op);
   op_checks::check_scatter_values(x, indices, values, op);
-  check_indices(indices, x.numel(), x, op);
+  return check_indices(indices, x.numel(), x, op);
 }
 
 template <typename W>
-__global__ void gather_kernel(const W* in, const int64_t* indices, int64_t count, W* out) {
+__global__ void gather_kernel(const W* in, const int64_t* indices, int64_t count, const unsigned long long* fault,
+                              W* out) {
+  if (*fault != kNoFault) return;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
     out[i] = in[indices[i]];
@@ -81,6 +89,7 @@ IndexRuns sort_by_index(const Tensor& indices, int64_t numel, const char* op) {
   Tensor scratch({int64_t(scratch_bytes > 0 ? scratch_bytes : 1)}, DType::U8, device);
   VITUNE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(scratch.kernel_raw(), scratch_bytes, keys_in, keys_out, values_in,
                                                     values_out, int(count), 0, bits, s));
+  check_launch("cub::DeviceRadixSort::SortPairs");
   return runs;
 }
 
@@ -88,7 +97,8 @@ IndexRuns sort_by_index(const Tensor& indices, int64_t numel, const char* op) {
 // sequential loop writes last) is stored.
 template <typename W>
 __global__ void scatter_runs_kernel(const int64_t* sorted_keys, const int64_t* positions, int64_t count,
-                                    const W* values, W* out) {
+                                    const W* values, const unsigned long long* fault, W* out) {
+  if (*fault != kNoFault) return;
   for (int64_t s = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; s < count;
        s += int64_t(gridDim.x) * blockDim.x) {
     const bool last_of_run = s + 1 == count || sorted_keys[s + 1] != sorted_keys[s];
@@ -100,7 +110,8 @@ __global__ void scatter_runs_kernel(const int64_t* sorted_keys, const int64_t* p
 // out[index] one at a time in position order: the CPU's sequence of += on that element.
 template <typename T>
 __global__ void scatter_add_runs_kernel(const int64_t* sorted_keys, const int64_t* positions, int64_t count,
-                                        const T* values, T* out) {
+                                        const T* values, const unsigned long long* fault, T* out) {
+  if (*fault != kNoFault) return;
   for (int64_t s = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; s < count;
        s += int64_t(gridDim.x) * blockDim.x) {
     const int64_t key = sorted_keys[s];
@@ -115,7 +126,7 @@ __global__ void scatter_add_runs_kernel(const int64_t* sorted_keys, const int64_
 
 Tensor gather(const Tensor& x, const Tensor& indices) {
   check_on_cuda(x, "gather");
-  check_indices(indices, x.numel(), x, "gather");
+  const unsigned long long* fault = check_indices(indices, x.numel(), x, "gather");
   Tensor out(indices.shape(), x.dtype(), x.device());
   const int64_t count = indices.numel();
   if (count == 0) return out;
@@ -123,7 +134,7 @@ Tensor gather(const Tensor& x, const Tensor& indices) {
   op_checks::dispatch_width(x.dtype(), [&](auto zero) {
     using W = decltype(zero);
     gather_kernel<W><<<blocks_for(count), kThreads, 0, s>>>(static_cast<const W*>(x.kernel_raw()),
-                                                            indices.kernel_data<int64_t>(), count,
+                                                            indices.kernel_data<int64_t>(), count, fault,
                                                             static_cast<W*>(out.kernel_raw()));
     check_launch("gather_kernel");
   });
@@ -131,7 +142,7 @@ Tensor gather(const Tensor& x, const Tensor& indices) {
 }
 
 void scatter(Tensor& x, const Tensor& indices, const Tensor& values) {
-  check_scatter_args(x, indices, values, "scatter");
+  const unsigned long long* fault = check_scatter_args(x, indices, values, "scatter");
   const int64_t count = indices.numel();
   if (count == 0) return;
   const IndexRuns runs = sort_by_index(indices, x.numel(), "scatter");
@@ -140,14 +151,14 @@ void scatter(Tensor& x, const Tensor& indices, const Tensor& values) {
     using W = decltype(zero);
     scatter_runs_kernel<W><<<blocks_for(count), kThreads, 0, s>>>(
         runs.sorted_keys.kernel_data<int64_t>(), runs.positions.kernel_data<int64_t>(), count,
-        static_cast<const W*>(values.kernel_raw()), static_cast<W*>(x.kernel_raw()));
+        static_cast<const W*>(values.kernel_raw()), fault, static_cast<W*>(x.kernel_raw()));
     check_launch("scatter_runs_kernel");
   });
 }
 
 void scatter_add(Tensor& x, const Tensor& indices, const Tensor& values) {
   check_cuda_float(x, "scatter_add");
-  check_scatter_args(x, indices, values, "scatter_add");
+  const unsigned long long* fault = check_scatter_args(x, indices, values, "scatter_add");
   const int64_t count = indices.numel();
   if (count == 0) return;
   const IndexRuns runs = sort_by_index(indices, x.numel(), "scatter_add");
@@ -156,7 +167,7 @@ void scatter_add(Tensor& x, const Tensor& indices, const Tensor& values) {
     using T = decltype(zero);
     scatter_add_runs_kernel<T><<<blocks_for(count), kThreads, 0, s>>>(
         runs.sorted_keys.kernel_data<int64_t>(), runs.positions.kernel_data<int64_t>(), count, values.kernel_data<T>(),
-        x.kernel_data<T>());
+        fault, x.kernel_data<T>());
     check_launch("scatter_add_runs_kernel");
   });
 }

@@ -42,7 +42,9 @@ __global__ void transpose_kernel(const T* src, int64_t rows, int64_t cols, T* ds
 // e = indices[i] = j * in + k; one warp per entry.
 template <typename T>
 __global__ void masked_sum_kernel(const T* dy_t, const T* x_t, int64_t n, const int64_t* indices,
-                                  int64_t selected, int64_t in_features, double* sums) {
+                                  int64_t selected, int64_t in_features, const unsigned long long* fault,
+                                  double* sums) {
+  if (*fault != kNoFault) return;
   const int lane = threadIdx.x % 32;
   const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
   for (int64_t i = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32; i < selected; i += warps) {
@@ -56,27 +58,29 @@ __global__ void masked_sum_kernel(const T* dy_t, const T* x_t, int64_t n, const 
   }
 }
 
-// accumulate[i] += T(sums[i]).
+// accumulate[i] += T(sums[i]) (nothing when the index check failed).
 template <typename T>
-__global__ void add_sums_kernel(const double* sums, int64_t count, T* accumulate) {
+__global__ void add_sums_kernel(const double* sums, int64_t count, const unsigned long long* fault, T* accumulate) {
+  if (*fault != kNoFault) return;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
     accumulate[i] += T(sums[i]);
   }
 }
 
-// Indices must be strictly increasing and inside [0, out * in); the error names the
-// first position that is not, as the CPU check does.
-void check_selection(const Tensor& indices, int64_t out_features, int64_t in_features) {
+// Indices must be strictly increasing and inside [0, out * in); the error (deferred,
+// index_check.h) names the first position that is not, as the CPU check does.
+const unsigned long long* check_selection(const Tensor& indices, int64_t out_features, int64_t in_features) {
   const int64_t limit = out_features * in_features;
-  const int64_t i = first_bad_index(indices, limit, true);
-  if (i < 0) return;
-  const int64_t value = index_at(indices, i);
-  VITUNE_CHECK(value >= 0 && value < limit, "masked_weight_grad: index ", value, " at position ", i,
-               " is outside [0, ", limit, ") for a weight [", out_features, ", ", in_features, "]");
-  const int64_t previous = index_at(indices, i - 1);
-  throw Error(cat("masked_weight_grad: indices must be sorted and unique, but position ", i, " holds ",
-                  value, " after ", previous));
+  return check_indices_deferred(
+      indices, limit, true, [limit, out_features, in_features](int64_t position, int64_t value, int64_t previous) {
+        if (value < 0 || value >= limit) {
+          return cat("masked_weight_grad: index ", value, " at position ", position, " is outside [0, ", limit,
+                     ") for a weight [", out_features, ", ", in_features, "]");
+        }
+        return cat("masked_weight_grad: indices must be sorted and unique, but position ", position, " holds ", value,
+                   " after ", previous);
+      });
 }
 
 }  // namespace
@@ -95,9 +99,10 @@ void masked_weight_grad(const Tensor& dy, const Tensor& x, const Tensor& indices
   const op_checks::MaskedGradShape shape =
       op_checks::masked_grad_shape(dy, x, indices, in_features, accumulate, op);
   const int64_t out_features = shape.out_features, tokens = shape.tokens;
-  check_selection(indices, out_features, in_features);
   const int64_t selected = indices.numel();
-  if (selected == 0 || tokens == 0) return;
+  if (selected == 0) return;
+  const unsigned long long* fault = check_selection(indices, out_features, in_features);
+  if (tokens == 0) return;
   count_flops(2 * tokens * selected);
 
   dispatch_float(x, op, [&](auto zero) {
@@ -118,10 +123,10 @@ void masked_weight_grad(const Tensor& dy, const Tensor& x, const Tensor& indices
           x.kernel_data<T>() + t0 * in_features, n, in_features, x_t.kernel_data<T>());
       check_launch("transpose_kernel");
       masked_sum_kernel<T><<<sum_blocks, kWarpsPerBlock * 32, 0, s>>>(
-          dy_t.kernel_data<T>(), x_t.kernel_data<T>(), n, indices.kernel_data<int64_t>(), selected, in_features, sums.kernel_data<double>());
+          dy_t.kernel_data<T>(), x_t.kernel_data<T>(), n, indices.kernel_data<int64_t>(), selected, in_features, fault, sums.kernel_data<double>());
       check_launch("masked_sum_kernel");
     }
-    add_sums_kernel<T><<<blocks_for(selected), kThreads, 0, s>>>(sums.kernel_data<double>(), selected,
+    add_sums_kernel<T><<<blocks_for(selected), kThreads, 0, s>>>(sums.kernel_data<double>(), selected, fault,
                                                                    accumulate.kernel_data<T>());
     check_launch("add_sums_kernel");
   });

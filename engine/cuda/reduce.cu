@@ -67,11 +67,10 @@ __global__ void find_nonfinite_kernel(const T* v, int64_t n, int32_t* found) {
 
 // Copies one value of type V from device memory to the host and waits for it.
 template <typename V>
-V read_back(const V* source, int device) {
+V read_back(const V* source, int device, const char* op) {
   V value{};
-  cudaStream_t s = stream(device);
-  VITUNE_CUDA_CHECK(cudaMemcpyAsync(&value, source, sizeof(V), cudaMemcpyDeviceToHost, s));
-  VITUNE_CUDA_CHECK(cudaStreamSynchronize(s));
+  VITUNE_CUDA_CHECK(cudaMemcpyAsync(&value, source, sizeof(V), cudaMemcpyDeviceToHost, stream(device)));
+  wait_for(device, op);
   return value;
 }
 
@@ -94,7 +93,7 @@ double blocked_sum(const Tensor& x, const char* op, Term term) {
   });
   total_kernel<<<1, kRowThreads, 0, s>>>(partial.kernel_data<double>(), blocks, total.kernel_data<double>());
   check_launch("total_kernel");
-  return read_back(total.kernel_data<double>(), device);
+  return read_back(total.kernel_data<double>(), device, op);
 }
 
 }  // namespace
@@ -130,7 +129,7 @@ bool all_finite(const Tensor& x) {
         x.kernel_data<T>(), n, found.kernel_data<int32_t>());
     check_launch("find_nonfinite_kernel");
   });
-  return read_back(found.kernel_data<int32_t>(), device) == 0;
+  return read_back(found.kernel_data<int32_t>(), device, op) == 0;
 }
 
 }  // namespace vitune::cuda

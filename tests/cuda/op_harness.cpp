@@ -202,6 +202,8 @@ void set_element(Tensor& t, int64_t index, double value) {
     OpArgs args = copies(inputs, device);
     try {
       body(args);
+      // A bad index or label on the GPU is reported at the next wait for the device.
+      synchronize(device);
       return ::testing::AssertionFailure() << what << ": the " << device.str() << " run did not throw";
     } catch (const Error&) {
     } catch (const std::exception& e) {

@@ -98,7 +98,9 @@ using OpBody = std::function<OpOutputs(OpArgs& args)>;
                                            const OpBody& body);
 
 // Runs `body` on host copies and on device copies of `inputs` and expects each run to
-// throw vitune::Error and to leave every argument as it was.
+// throw vitune::Error -- on the GPU by the time the device has been waited for, as a bad
+// index is reported then (engine/cuda/index_check.h) -- and to leave every argument as
+// it was.
 ::testing::AssertionResult both_refuse(const std::string& what, const OpArgs& inputs, const OpBody& body);
 
 }  // namespace vitune::testing

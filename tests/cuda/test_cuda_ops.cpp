@@ -329,7 +329,9 @@ TEST_F(CudaOps, AttentionForwardAndBackward) {
     int heads;
     int64_t head_dim;
   };
-  const Case cases[] = {{2, 197, 12, 64}, {1, 5, 2, 3}, {3, 1, 4, 1}, {2, 17, 3, 8}};
+  // Every product is one call over all (item, head) blocks: through arrays of block
+  // addresses (several items and heads), or one stride (one item; one head).
+  const Case cases[] = {{2, 197, 12, 64}, {1, 5, 2, 3}, {3, 1, 4, 1}, {2, 17, 3, 8}, {4, 9, 1, 16}};
   for (DType dt : kFloatTypes) {
     for (const Case& c : cases) {
       const int heads = c.heads;
@@ -349,6 +351,21 @@ TEST_F(CudaOps, AttentionForwardAndBackward) {
                                   }));
     }
   }
+}
+
+// The backward takes the items in chunks whose [items, heads, N, N] scratch fits 256 MiB:
+// here 54 items of 2 x 768 x 768 f32, so 55 items make a full chunk and a chunk of one.
+TEST_F(CudaOps, AttentionBackwardAcrossScratchChunks) {
+  const int heads = 2;
+  const int64_t batch = 55, tokens = 768, dim = 16;
+  Tensor qkv = uniform({batch, tokens, 3 * dim}, DType::F32, 505);
+  Tensor probs;
+  ops::attention_forward(qkv, heads, probs);
+  Tensor dctx = uniform({batch, tokens, dim}, DType::F32, 506);
+  EXPECT_TRUE(gpu_matches_cpu(label("attention_backward", DType::F32, qkv.shape(), "2 heads, two chunks"),
+                              {dctx, qkv, probs}, summed(tokens).f32, [heads](OpArgs& a) {
+                                return OpOutputs().tensor("dqkv", ops::attention_backward(a[0], a[1], a[2], heads));
+                              }));
 }
 
 // ---- Cross-entropy ----------------------------------------------------------------------------

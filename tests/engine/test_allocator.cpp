@@ -1,5 +1,6 @@
 // The allocator: 64-byte alignment, current and peak bytes per device, peak reset,
-// reuse of cached large blocks that are not counted as held.
+// reuse of cached large blocks that are not counted as held, and the reserved bytes
+// (blocks held from the C allocator, cached ones included) with their peak.
 #include "engine/allocator.h"
 #include "engine/tensor.h"
 #include "test_util.h"
@@ -42,6 +43,32 @@ TEST(Allocator, LargeFreedBlocksAreReusedAndNotCountedAsHeld) {
   deallocate(Device::cpu(), second, bytes - 100);
   release_cached_memory();
   EXPECT_EQ(memory_stats(Device::cpu()).cached_bytes, 0);
+}
+
+// A fresh block raises the reserved bytes by its rounded size; freeing it into the cache
+// keeps them (the process still holds the block); releasing the cache returns them.
+TEST(Allocator, ReservedBytesCountBlocksHeldFromTheSystemCachedOnesIncluded) {
+  release_cached_memory();
+  const MemoryStats before = memory_stats(Device::cpu());
+  EXPECT_GE(before.reserved_bytes, before.current_bytes);
+  reset_peak_memory(Device::cpu());
+  EXPECT_EQ(memory_stats(Device::cpu()).peak_reserved_bytes, before.reserved_bytes);
+  const size_t bytes = (7 << 20) + 5;  // rounds up to 7 MiB + 4 KiB
+  const int64_t rounded = (int64_t(7) << 20) + 4096;
+  void* p = allocate(Device::cpu(), bytes);
+  const MemoryStats during = memory_stats(Device::cpu());
+  EXPECT_EQ(during.reserved_bytes, before.reserved_bytes + rounded);
+  EXPECT_EQ(during.peak_reserved_bytes, before.reserved_bytes + rounded);
+  EXPECT_EQ(during.current_bytes, before.current_bytes + int64_t(bytes)) << "requested bytes are not rounded";
+  EXPECT_EQ(memory_stats(Device::emulated()).reserved_bytes, during.reserved_bytes) << "one host pool";
+  deallocate(Device::cpu(), p, bytes);
+  EXPECT_EQ(memory_stats(Device::cpu()).reserved_bytes, before.reserved_bytes + rounded) << "a cached block is held";
+  release_cached_memory();
+  const MemoryStats after = memory_stats(Device::cpu());
+  EXPECT_EQ(after.reserved_bytes, before.reserved_bytes);
+  EXPECT_EQ(after.peak_reserved_bytes, before.reserved_bytes + rounded);
+  reset_peak_memory(Device::cpu());
+  EXPECT_EQ(memory_stats(Device::cpu()).peak_reserved_bytes, after.reserved_bytes);
 }
 
 TEST(Allocator, CudaAllocationWithoutTheBackendIsAClearError) {

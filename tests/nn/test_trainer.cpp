@@ -1,7 +1,8 @@
 // The training loop on a small synthetic dataset, on every device: it learns; resuming
 // from a checkpoint gives bit-identical weights to an uninterrupted run (data order and
-// random flips included), and on the emulated device the same bits as on the cpu; a
-// non-finite loss stops the run and the last good checkpoint survives.
+// random flips included), also from a checkpoint written while the next batch was
+// fetched ahead, and on the emulated device the same bits as on the cpu; a non-finite
+// loss stops the run and the last good checkpoint survives.
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -130,6 +131,34 @@ TEST_P(Trainer, ResumingFromACheckpointIsBitExact) {
     }
   }
   std::remove(checkpoint.c_str());
+}
+
+// Off the cpu the trainer fetches step k+1's batch (and starts its upload) during step
+// k; a checkpoint written after step k must still continue from batch k+1. The
+// checkpoint of step 7 is kept when step 8 reports, before step 9 would overwrite it.
+TEST_P(Trainer, ACheckpointTakenWithTheNextBatchFetchedAheadResumesBitExactly) {
+  const std::string checkpoint = temp_path("ahead.safetensors"), at_step_7 = temp_path("ahead_step7.safetensors");
+  TrainingSetup straight(device());
+  nn::Trainer(straight.model, train_config(12, ""), straight.loader).run(nullptr, nullptr);
+
+  TrainingSetup first(device());
+  nn::TrainConfig config = train_config(12, checkpoint);
+  config.checkpoint_every = 7;
+  nn::Trainer(first.model, config, first.loader).run(
+      [&](const nn::StepReport& report) {
+        if (report.step == 8) std::ofstream(at_step_7, std::ios::binary) << std::ifstream(checkpoint, std::ios::binary).rdbuf();
+      },
+      nullptr);
+  TrainingSetup second(device());
+  nn::Trainer resumed(second.model, train_config(12, ""), second.loader);
+  resumed.resume(at_step_7);
+  EXPECT_EQ(resumed.step(), 7);
+  resumed.run(nullptr, nullptr);
+  for (nn::Parameter* p : straight.model.parameters()) {
+    EXPECT_TRUE(bitwise_equal(p->value(), second.model.parameter(p->name()).value())) << p->name();
+  }
+  std::remove(checkpoint.c_str());
+  std::remove(at_step_7.c_str());
 }
 
 std::string read_text(const std::string& path) {

@@ -1,8 +1,12 @@
 // The anchor file: a round trip keeps the statistics bit for bit and the metadata; a
 // file made on another model names both hashes and the file; missing layers, wrong
-// dtypes and negative means are refused.
+// dtypes and negative means are refused. And measure_activations, which fetches batches
+// ahead off the cpu, gives the cpu's bits on the emulated device.
 #include <gtest/gtest.h>
 
+#include "data/loader.h"
+#include "data/transform_presets.h"
+#include "engine/random.h"
 #include "nn/safetensors.h"
 #include "peft/anchor.h"
 #include "peft/model_hash.h"
@@ -108,6 +112,52 @@ TEST_F(AnchorFixture, RefusesMissingLayersWrongDtypesAndNegativeMeans) {
   metadata.erase("model_hash");
   nn::write_safetensors(path.str(), means, metadata);
   expect_error({"\"model_hash\" is missing"});
+}
+
+// 10 noise images of 8 x 8 x 3 (the loader's batches of 3 end with one of 1).
+class NoiseImages : public data::Dataset {
+ public:
+  int64_t size() const override { return 10; }
+  int num_classes() const override { return 1; }
+  int64_t label(int64_t) const override { return 0; }
+  data::Image load(int64_t i) const override {
+    data::Image image{8, 8, 3, std::vector<uint8_t>(192)};
+    for (int p = 0; p < 192; ++p) image.pixels[size_t(p)] = uint8_t(uniform01(3, uint64_t(i), uint64_t(p)) * 255);
+    return image;
+  }
+  std::string describe(int64_t i) const override { return "noise image " + std::to_string(i); }
+};
+
+// The means of one epoch of NoiseImages through measure_activations on `device`.
+std::vector<std::pair<std::string, Tensor>> measured_on(Device device) {
+  nn::VisionTransformer model(testing::small_vit_config(3, 8, 2), Device::cpu());
+  model.init_weights(9);
+  model.to(device);
+  NoiseImages images;
+  data::EvalTransformOptions transform;
+  transform.size = 8;
+  transform.channels = 3;
+  transform.normalization = "half";
+  data::LoaderOptions options;
+  options.batch_size = 3;
+  data::Loader loader(images, data::eval_transform(transform), options);
+  ActivationStats stats(model);
+  std::vector<int64_t> progress;
+  measure_activations(stats, loader, [&](int64_t done) { progress.push_back(done); });
+  EXPECT_EQ(progress, (std::vector<int64_t>{3, 6, 9, 10}));
+  return stats.means();
+}
+
+// Off the cpu, measure_activations fetches each next batch ahead of use: the emulated
+// device runs that sequence and must give the cpu's bits.
+TEST(MeasureActivations, TheEmulatedDeviceFetchingAheadGivesTheCpusBits) {
+  const auto on_cpu = measured_on(Device::cpu()), on_emulated = measured_on(Device::emulated());
+  ASSERT_EQ(on_emulated.size(), on_cpu.size());
+  for (size_t i = 0; i < on_cpu.size(); ++i) {
+    EXPECT_EQ(on_emulated[i].first, on_cpu[i].first);
+    EXPECT_TRUE(on_emulated[i].second.device().is_cpu());
+    EXPECT_TRUE(testing::bitwise_equal(on_emulated[i].second, on_cpu[i].second)) << on_cpu[i].first;
+  }
 }
 
 }  // namespace
