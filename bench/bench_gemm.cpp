@@ -14,6 +14,7 @@
 
 #include "engine/cpu/blas.h"
 #include "engine/cpu/gemm_kernel.h"
+#include "engine/cpu/isa.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
 #include "engine/random.h"
@@ -163,6 +164,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::AddCustomContext("gemm_kernel", vitune::cpu::gemm_kernel_name());
+  benchmark::AddCustomContext("cpu_isa", vitune::cpu::isa_name(vitune::cpu::cpu_isa()));
   benchmark::AddCustomContext("blas_core", vitune::blas_core_name());
   benchmark::AddCustomContext("threads", std::to_string(vitune::num_threads()));
   benchmark::AddCustomContext("peak_gflops", std::to_string(peak_gflops));

@@ -16,8 +16,9 @@
 #include "engine/autocast.h"
 #include "engine/cpu/blas.h"
 #include "engine/cpu/gemm_kernel.h"
-#include "engine/devices.h"
+#include "engine/cpu/isa.h"
 #include "engine/device_memory.h"
+#include "engine/devices.h"
 #include "engine/flop_counter.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
@@ -43,7 +44,7 @@ constexpr const char* kUsage =
     "                [--mode forward|train] [--threads N]\n"
     "                [--device cpu|cuda[:N]] [--tf32] [--bf16] [--peak-tflops X]\n"
     "Times ViT steps on random images and prints one JSON line:\n"
-    "{\"images_per_s\", \"ms_per_step\", \"peak_bytes\" (host allocator), \"gemm_kernel\",\n"
+    "{\"images_per_s\", \"ms_per_step\", \"peak_bytes\" (host allocator), \"gemm_kernel\", \"cpu_isa\",\n"
     " \"blas_core\", \"threads\", \"device\", \"tf32\", \"bf16\", \"mode\", \"batch\", \"steps\", \"config\",\n"
     " \"model_flops_per_step\" (GEMM FLOPs), \"peak_tflops\", \"mfu\"} and, on a CUDA device,\n"
     "\"device_name\" and \"peak_device_bytes\".\n"
@@ -225,6 +226,7 @@ void run(const Options& options) {
       ", \"ms_per_step\": ", fixed(1e3 * seconds_per_step, 3),
       ", \"peak_bytes\": ", vitune::memory_stats(Device::cpu()).peak_bytes,
       ", \"gemm_kernel\": ", json_string(vitune::cpu::gemm_kernel_name()),
+      ", \"cpu_isa\": ", json_string(vitune::cpu::isa_name(vitune::cpu::cpu_isa())),
       ", \"blas_core\": ", json_string(vitune::blas_core_name()), ", \"threads\": ", vitune::num_threads(),
       ", \"device\": ", json_string(device.str()), ", \"tf32\": ", options.tf32 ? "true" : "false",
       ", \"bf16\": ", options.bf16 ? "true" : "false",

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -23,9 +24,14 @@
 
 namespace vitune::testing {
 
-inline std::string data_path(const std::string& name) {
-  return std::string(VITUNE_TEST_DATA_DIR) + "/" + name;
+// The golden-data folder: VITUNE_TEST_DATA when set (test programs run from a copied or
+// moved tree), else this source tree's tests/golden as compiled in.
+inline std::string test_data_dir() {
+  const char* moved = std::getenv("VITUNE_TEST_DATA");
+  return moved != nullptr && *moved != '\0' ? std::string(moved) : std::string(VITUNE_TEST_DATA_DIR);
 }
+
+inline std::string data_path(const std::string& name) { return test_data_dir() + "/" + name; }
 
 struct Tolerance {
   double abs;

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "engine/cpu/check.h"
+#include "engine/cpu/isa.h"
 #include "engine/cpu/vector_math.h"
 #include "engine/op_checks.h"
 #include "engine/ops.h"
-#include "engine/parallel.h"
 
 namespace vitune::cpu {
 
@@ -266,7 +266,7 @@ Tensor attention_forward(const Tensor& qkv, int heads, Tensor& probs) {
     const T* q = qkv.kernel_data<T>();
     T* c = ctx.kernel_data<T>();
     T* p = probs.kernel_data<T>();
-    parallel_for(s.batch * s.heads, 1, [&](int64_t begin, int64_t end) {
+    parallel_for_simd(s.batch * s.heads, 1, [&](int64_t begin, int64_t end) {
       ForwardScratch<T> scratch(s);
       for (int64_t task = begin; task < end; ++task) {
         forward_head(s, task / s.heads, task % s.heads, scale, q, c, p, scratch);
@@ -298,7 +298,7 @@ Tensor attention_backward(const Tensor& dctx, const Tensor& qkv, const Tensor& p
     const T* q = qkv.kernel_data<T>();
     const T* p = probs.kernel_data<T>();
     T* dq = dqkv.kernel_data<T>();
-    parallel_for(s.batch * s.heads, 1, [&](int64_t begin, int64_t end) {
+    parallel_for_simd(s.batch * s.heads, 1, [&](int64_t begin, int64_t end) {
       BackwardScratch<T> scratch(s);
       for (int64_t task = begin; task < end; ++task) {
         backward_head(s, task / s.heads, task % s.heads, scale, dc, q, p, dq, scratch);

@@ -7,8 +7,8 @@
 #include <cstring>
 
 #include "engine/cpu/check.h"
+#include "engine/cpu/isa.h"
 #include "engine/ops.h"
-#include "engine/parallel.h"
 
 namespace vitune::cpu {
 
@@ -38,7 +38,7 @@ Tensor round_to_bf16(const Tensor& x) {
   Tensor out(x.shape(), DType::F32, x.device());
   const float* in = x.kernel_data<float>();
   float* result = out.kernel_data<float>();
-  parallel_for(x.numel(), kElementGrain, [&](int64_t begin, int64_t end) {
+  parallel_for_simd(x.numel(), kElementGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) result[i] = round_float_to_bf16(in[i]);
   });
   return out;

@@ -5,9 +5,9 @@
 #include <cstdint>
 
 #include "engine/cpu/check.h"
+#include "engine/cpu/isa.h"
 #include "engine/op_checks.h"
 #include "engine/ops.h"
-#include "engine/parallel.h"
 
 namespace vitune::cpu {
 
@@ -19,7 +19,7 @@ constexpr int64_t kElementGrain = int64_t(1) << 15;
 // out[i] = combine(a[i], b[i]) over all elements, in parallel.
 template <typename T, typename Combine>
 void map2(const T* a, const T* b, T* out, int64_t n, Combine combine) {
-  parallel_for(n, kElementGrain, [&](int64_t begin, int64_t end) {
+  parallel_for_simd(n, kElementGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) out[i] = combine(a[i], b[i]);
   });
 }
@@ -60,7 +60,7 @@ Tensor scale(const Tensor& a, double factor) {
     const T* in = a.kernel_data<T>();
     T* result = out.kernel_data<T>();
     const T f = T(factor);
-    parallel_for(a.numel(), kElementGrain, [&](int64_t begin, int64_t end) {
+    parallel_for_simd(a.numel(), kElementGrain, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) result[i] = in[i] * f;
     });
   });
@@ -74,7 +74,7 @@ void axpy(double alpha, const Tensor& x, Tensor& y) {
     const T* in = x.kernel_data<T>();
     T* acc = y.kernel_data<T>();
     const T a = T(alpha);
-    parallel_for(x.numel(), kElementGrain, [&](int64_t begin, int64_t end) {
+    parallel_for_simd(x.numel(), kElementGrain, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) acc[i] += a * in[i];
     });
   });
@@ -91,7 +91,7 @@ void add_row_broadcast(Tensor& x, const Tensor& row) {
     T* out = x.kernel_data<T>();
     const T* bias = row.kernel_data<T>();
     const int64_t grain = std::max<int64_t>(1, kElementGrain / cols);
-    parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
+    parallel_for_simd(rows, grain, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         T* line = out + r * cols;
         for (int64_t c = 0; c < cols; ++c) line[c] += bias[c];

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engine/cpu/check.h"
+#include "engine/cpu/isa.h"
 #include "engine/cpu/vector_math.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
@@ -40,10 +41,10 @@ void backward_kernel(const double* dy, const double* x, int64_t n, double* dx) {
 // a chunk that is not a whole vector goes through a zero-padded vector.
 template <typename Body>
 void for_float_vectors(int64_t n, const Body& body) {
-  parallel_for((n + cpu::kFloatLanes - 1) / cpu::kFloatLanes, kGrain / cpu::kFloatLanes,
-               [&](int64_t begin, int64_t end) {
-                 for (int64_t v = begin; v < end; ++v) body(v * cpu::kFloatLanes);
-               });
+  parallel_for_simd((n + cpu::kFloatLanes - 1) / cpu::kFloatLanes, kGrain / cpu::kFloatLanes,
+                    [&](int64_t begin, int64_t end) {
+                      for (int64_t v = begin; v < end; ++v) body(v * cpu::kFloatLanes);
+                    });
 }
 
 cpu::Floats load_padded(const float* p, int64_t count) {

@@ -11,6 +11,7 @@
 #include "engine/cpu/blas.h"
 #include "engine/cpu/check.h"
 #include "engine/cpu/gemm_kernel.h"
+#include "engine/cpu/isa.h"
 #include "engine/cpu/sgemm_avx512.h"
 #include "engine/flop_counter.h"
 #include "engine/op_checks.h"
@@ -23,7 +24,7 @@ GemmKernel gemm_kernel() {
   static const GemmKernel kernel = [] {
     const char* forced = std::getenv("VITUNE_GEMM");
     if (forced && std::string(forced) == "openblas") return GemmKernel::OpenBlas;
-    return has_avx512() ? GemmKernel::Avx512 : GemmKernel::OpenBlas;
+    return cpu_isa() >= Isa::Avx512 ? GemmKernel::Avx512 : GemmKernel::OpenBlas;
   }();
   return kernel;
 }
@@ -78,12 +79,14 @@ void blas_kernel(bool trans_a, bool trans_b, GemmShape s, T alpha, const T* a, c
                  T* c) {
   if (s.m == 0 || s.n == 0) return;
   int64_t lda = trans_a ? s.m : s.k, ldb = trans_b ? s.k : s.n;
+#if VITUNE_X86_LEVELS
   if constexpr (std::is_same_v<T, float>) {
     if (cpu::gemm_kernel() == cpu::GemmKernel::Avx512) {
       cpu::sgemm_avx512(trans_a, trans_b, s.m, s.n, s.k, alpha, a, lda, b, ldb, beta, c, s.n);
       return;
     }
   }
+#endif
   if (2 * s.m * s.n * s.k < kSerialFlops) {
     blas_gemm(trans_a, trans_b, s.m, s.n, s.k, alpha, a, lda, b, ldb, beta, c, s.n);
     return;

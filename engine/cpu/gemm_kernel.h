@@ -1,6 +1,8 @@
-// Which kernel runs fp32 GEMMs: vitune's own AVX-512 kernel where the CPU has AVX-512,
-// else OpenBLAS (f64 always uses OpenBLAS). VITUNE_GEMM=openblas forces OpenBLAS, for
-// comparison; its kernel family follows OPENBLAS_CORETYPE.
+// Which kernel runs fp32 GEMMs: vitune's own AVX-512 kernel where cpu_isa()
+// (engine/cpu/isa.h) reaches AVX-512, else OpenBLAS (f64 always uses OpenBLAS).
+// VITUNE_GEMM=openblas forces OpenBLAS, for comparison; its kernel family follows
+// OPENBLAS_CORETYPE. A new kernel gets a value here, a test of the level it needs in
+// gemm_kernel() and a branch where gemm.cpp calls the kernels.
 #pragma once
 
 #include "engine/devices.h"

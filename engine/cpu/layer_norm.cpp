@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "engine/cpu/check.h"
+#include "engine/cpu/isa.h"
 #include "engine/op_checks.h"
 #include "engine/ops.h"
-#include "engine/parallel.h"
 
 namespace vitune::cpu {
 
@@ -19,7 +19,7 @@ constexpr int64_t kColumnBlock = 64;
 template <typename T>
 void forward_kernel(const T* x, const T* weight, const T* bias, double eps, int64_t rows,
                     int64_t features, T* y, T* mean_out, T* rstd_out) {
-  parallel_for(rows, 16, [&](int64_t begin, int64_t end) {
+  parallel_for_simd(rows, 16, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const T* xr = x + r * features;
       double sum = 0;
@@ -45,7 +45,7 @@ void forward_kernel(const T* x, const T* weight, const T* bias, double eps, int6
 template <typename T>
 void input_grad_kernel(const T* dy, const T* x, const T* weight, const T* mean, const T* rstd,
                        int64_t rows, int64_t features, T* dx) {
-  parallel_for(rows, 16, [&](int64_t begin, int64_t end) {
+  parallel_for_simd(rows, 16, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const T* dyr = dy + r * features;
       const T* xr = x + r * features;
@@ -74,7 +74,7 @@ template <typename T>
 void param_grad_kernel(const T* dy, const T* x, const T* mean, const T* rstd, int64_t rows,
                        int64_t features, T* dweight, T* dbias) {
   const int64_t blocks = (features + kColumnBlock - 1) / kColumnBlock;
-  parallel_for(blocks, 1, [&](int64_t begin, int64_t end) {
+  parallel_for_simd(blocks, 1, [&](int64_t begin, int64_t end) {
     std::vector<double> sum_w(kColumnBlock), sum_b(kColumnBlock);
     for (int64_t block = begin; block < end; ++block) {
       const int64_t c0 = block * kColumnBlock;

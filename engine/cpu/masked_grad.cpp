@@ -10,10 +10,10 @@
 #include <cstdint>
 
 #include "engine/cpu/check.h"
+#include "engine/cpu/isa.h"
 #include "engine/flop_counter.h"
 #include "engine/op_checks.h"
 #include "engine/ops.h"
-#include "engine/parallel.h"
 
 namespace vitune::cpu {
 
@@ -36,7 +36,7 @@ template <typename T>
 void transpose(const T* src, int64_t rows, int64_t cols, T* dst) {
   const int64_t col_tiles = (cols + kTile - 1) / kTile;
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, rows * kTile));
-  parallel_for(col_tiles, grain, [&](int64_t begin, int64_t end) {
+  parallel_for_simd(col_tiles, grain, [&](int64_t begin, int64_t end) {
     for (int64_t tile = begin; tile < end; ++tile) {
       const int64_t c0 = tile * kTile;
       const int64_t c1 = std::min(cols, c0 + kTile);
@@ -116,7 +116,7 @@ void masked_weight_grad(const Tensor& dy, const Tensor& x, const Tensor& indices
       const int64_t n = std::min(chunk, tokens - t0);
       transpose(dy_rows + t0 * out_features, n, out_features, dy_t.kernel_data<T>());
       transpose(x_rows + t0 * in_features, n, in_features, x_t.kernel_data<T>());
-      parallel_for(selected, grain, [&](int64_t begin, int64_t end) {
+      parallel_for_simd(selected, grain, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
           const int64_t j = idx[i] / in_features;
           const int64_t k = idx[i] % in_features;

@@ -1,10 +1,10 @@
 // SGD and AdamW updates of a parameter's trainable entries on the host (engine/ops.h),
 // by the rules of engine/optimizer_rules.h.
 #include "engine/cpu/check.h"
+#include "engine/cpu/isa.h"
 #include "engine/op_checks.h"
 #include "engine/ops.h"
 #include "engine/optimizer_rules.h"
-#include "engine/parallel.h"
 
 namespace vitune::cpu {
 
@@ -26,7 +26,7 @@ void sgd_update(Tensor& value, const Tensor* indices, const Tensor& grad, Tensor
   float* p_all = value.kernel_data<float>();
   const float* g = grad.kernel_data<float>();
   float* buffer = momentum_buffer ? momentum_buffer->kernel_data<float>() : nullptr;
-  parallel_for(grad.numel(), 4096, [&](int64_t begin, int64_t end) {
+  parallel_for_simd(grad.numel(), 4096, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       sgd_entry(p_all[index ? index[i] : i], g[i], buffer ? buffer + i : nullptr, u);
     }
@@ -40,7 +40,7 @@ void adamw_update(Tensor& value, const Tensor* indices, const Tensor& grad, Tens
   const float* g = grad.kernel_data<float>();
   float* m1 = m.kernel_data<float>();
   float* m2 = v.kernel_data<float>();
-  parallel_for(grad.numel(), 4096, [&](int64_t begin, int64_t end) {
+  parallel_for_simd(grad.numel(), 4096, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       adamw_entry(p_all[index ? index[i] : i], g[i], m1[i], m2[i], u);
     }

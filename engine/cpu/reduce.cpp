@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "engine/cpu/check.h"
+#include "engine/cpu/isa.h"
 #include "engine/op_checks.h"
 #include "engine/ops.h"
-#include "engine/parallel.h"
 
 namespace vitune::cpu {
 
@@ -28,7 +28,7 @@ template <typename T, typename Term>
 double blocked_sum(const T* v, int64_t n, Term term) {
   const int64_t blocks = (n + kSumBlock - 1) / kSumBlock;
   std::vector<double> partial(size_t(blocks), 0.0);
-  parallel_for(blocks, 16, [&](int64_t begin, int64_t end) {
+  parallel_for_simd(blocks, 16, [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
       const int64_t first = b * kSumBlock;
       const int64_t last = std::min(n, first + kSumBlock);
@@ -56,7 +56,7 @@ void sum_rows_into(const Tensor& x, Tensor& accumulate) {
     const T* in = x.kernel_data<T>();
     T* out = accumulate.kernel_data<T>();
     const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, rows * kColumnBlock));
-    parallel_for(blocks, grain, [&](int64_t begin, int64_t end) {
+    parallel_for_simd(blocks, grain, [&](int64_t begin, int64_t end) {
       double sums[kColumnBlock];
       for (int64_t b = begin; b < end; ++b) {
         const int64_t c0 = b * kColumnBlock;
@@ -92,7 +92,7 @@ bool all_finite(const Tensor& x) {
     const T* v = x.kernel_data<T>();
     const int64_t blocks = (x.numel() + kSumBlock - 1) / kSumBlock;
     std::vector<char> finite(size_t(blocks), 1);
-    parallel_for(blocks, 16, [&](int64_t begin, int64_t end) {
+    parallel_for_simd(blocks, 16, [&](int64_t begin, int64_t end) {
       for (int64_t b = begin; b < end; ++b) {
         const int64_t first = b * kSumBlock;
         const int64_t last = std::min(x.numel(), first + kSumBlock);

@@ -25,6 +25,10 @@
 // Each element of C is the sum over the blocks of K, in order, of one accumulator chain
 // per block: the order depends only on k, never on how the rows are split among
 // threads, so the bits are the same for any thread count.
+//
+// Every function that runs on the way carries VITUNE_TARGET_AVX512 (engine/cpu/isa.h):
+// the file is compiled for the baseline like the rest, and gemm.cpp calls sgemm_avx512
+// only where cpu_isa() reaches AVX-512. The file is compiled on x86 only.
 #include "engine/cpu/sgemm_avx512.h"
 
 #include <immintrin.h>
@@ -33,6 +37,7 @@
 #include <cstring>
 #include <vector>
 
+#include "engine/cpu/isa.h"
 #include "engine/parallel.h"
 
 namespace vitune::cpu {
@@ -51,9 +56,9 @@ constexpr int64_t kSerialFlops = int64_t(1) << 21;  // smaller products run on o
 // C = alpha acc + (first block ? beta C : C) on the rows x cols corner that exists
 // (C is not read on the first block when beta is 0). Meanwhile fetches 2 kc floats from
 // b_next into L2: a slice of the B strip that comes next.
-__attribute__((target("avx512f"))) void micro_kernel(int64_t kc, const float* ap, const float* bp, float* c,
-                                                     int64_t ldc, int rows, int cols, float alpha, float beta,
-                                                     bool first, const float* b_next) {
+VITUNE_TARGET_AVX512 void micro_kernel(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc,
+                                       int rows, int cols, float alpha, float beta, bool first,
+                                       const float* b_next) {
   // The C tile is read at the end; fetching it into L2 now hides the miss behind the
   // FMAs (in L1 the A stream would evict it before the end).
   for (int r = 0; r < rows; ++r) {
@@ -103,7 +108,7 @@ __attribute__((target("avx512f"))) void micro_kernel(int64_t kc, const float* ap
 // a strip of h rows of a row-major matrix, packed k-major. Full strips go through 4 x 4
 // in-register transposes.
 template <int width>
-void pack_transposed(const float* src, int64_t ld, int64_t h, int64_t kc, float* out) {
+VITUNE_TARGET_AVX512 void pack_transposed(const float* src, int64_t ld, int64_t h, int64_t kc, float* out) {
   if (h < width) {
     std::fill(out, out + kc * width, 0.0f);
     for (int64_t q = 0; q < h; ++q) {
@@ -133,7 +138,7 @@ void pack_transposed(const float* src, int64_t ld, int64_t h, int64_t kc, float*
 // out[k * width + q] = src[k * ld + q] for q < h, k < kc, and 0 for h <= q < width:
 // h columns of a row-major matrix, packed k-major (a row copy per k).
 template <int width>
-void pack_direct(const float* src, int64_t ld, int64_t h, int64_t kc, float* out) {
+VITUNE_TARGET_AVX512 void pack_direct(const float* src, int64_t ld, int64_t h, int64_t kc, float* out) {
   if (h == width) {
     for (int64_t k = 0; k < kc; ++k) std::memcpy(out + k * width, src + k * ld, width * sizeof(float));
     return;
@@ -145,8 +150,8 @@ void pack_direct(const float* src, int64_t ld, int64_t h, int64_t kc, float* out
 }
 
 // Packs op(B)[k0 .. k0+kc, j0 .. j0+w) as a k-major strip of kNr columns.
-void pack_b_strip(bool trans_b, const float* b, int64_t ldb, int64_t k0, int64_t kc, int64_t j0, int64_t w,
-                  float* out) {
+VITUNE_TARGET_AVX512 void pack_b_strip(bool trans_b, const float* b, int64_t ldb, int64_t k0, int64_t kc,
+                                       int64_t j0, int64_t w, float* out) {
   if (trans_b) {
     pack_transposed<kNr>(b + j0 * ldb + k0, ldb, w, kc, out);
   } else {
@@ -157,8 +162,8 @@ void pack_b_strip(bool trans_b, const float* b, int64_t ldb, int64_t k0, int64_t
 // Packs op(A)[i0 .. i0+h, k0 .. k0+kc) as consecutive k-major strips of kMr rows, each
 // kMr * kc floats. For a transposed A, whose rows of op(A) are columns in memory, the
 // strips are filled together, one row of A after another, so each is read once.
-void pack_a_strips(bool trans_a, const float* a, int64_t lda, int64_t i0, int64_t h, int64_t k0, int64_t kc,
-                   float* out) {
+VITUNE_TARGET_AVX512 void pack_a_strips(bool trans_a, const float* a, int64_t lda, int64_t i0, int64_t h,
+                                        int64_t k0, int64_t kc, float* out) {
   const int64_t strips = (h + kMr - 1) / kMr, strip_floats = kMr * kc;
   if (!trans_a) {
     for (int64_t s = 0; s < strips; ++s) {
@@ -188,11 +193,6 @@ float* scratch(std::vector<float>& buffer, size_t floats) {
 }
 
 }  // namespace
-
-bool has_avx512() {
-  static const bool supported = __builtin_cpu_supports("avx512f");
-  return supported;
-}
 
 void sgemm_avx512(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {

@@ -4,10 +4,12 @@
 
 #include <cstdint>
 
+#include "engine/cpu/isa.h"
+
 namespace vitune::cpu {
 
-// Whether this CPU can run sgemm_avx512.
-bool has_avx512();
+// Whether this CPU can run sgemm_avx512 (its AVX-512 level, whatever VITUNE_CPU_ISA says).
+inline bool has_avx512() { return detected_isa() >= Isa::Avx512; }
 
 // Row-major C = alpha op(A) op(B) + beta C with leading dimensions, spread over the
 // thread pool. Every element of C is summed in the same order for any thread count.

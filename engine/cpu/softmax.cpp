@@ -3,9 +3,9 @@
 #include <cmath>
 
 #include "engine/cpu/check.h"
+#include "engine/cpu/isa.h"
 #include "engine/op_checks.h"
 #include "engine/ops.h"
-#include "engine/parallel.h"
 
 namespace vitune::cpu {
 
@@ -13,7 +13,7 @@ namespace {
 
 template <typename T>
 void forward_kernel(const T* x, int64_t rows, int64_t features, T* y) {
-  parallel_for(rows, 16, [&](int64_t begin, int64_t end) {
+  parallel_for_simd(rows, 16, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const T* xr = x + r * features;
       T* yr = y + r * features;
@@ -32,7 +32,7 @@ void forward_kernel(const T* x, int64_t rows, int64_t features, T* y) {
 
 template <typename T>
 void backward_kernel(const T* dy, const T* y, int64_t rows, int64_t features, T* dx) {
-  parallel_for(rows, 16, [&](int64_t begin, int64_t end) {
+  parallel_for_simd(rows, 16, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const T* dyr = dy + r * features;
       const T* yr = y + r * features;

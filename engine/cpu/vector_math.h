@@ -1,7 +1,8 @@
 // Vectorised float math shared by the CPU kernels: 16 floats at a time as one GCC/Clang
 // vector (one AVX-512 register; the compiler splits it on narrower targets). The
 // standard library's exp and erf are scalar calls that the compiler cannot vectorise;
-// these run in registers at a few cycles per element.
+// these run in registers at a few cycles per element. Callers use them inside
+// parallel_for_simd (engine/cpu/isa.h), which inlines them at each instruction-set level.
 #pragma once
 
 #include <cstdint>

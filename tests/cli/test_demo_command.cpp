@@ -13,7 +13,7 @@
 namespace vitune::testing {
 namespace {
 
-const std::string kModel = std::string(VITUNE_TEST_DATA_DIR) + "/../../models/fmnist_c0-4_vit.safetensors";
+const std::string kModel = test_data_dir() + "/../../models/fmnist_c0-4_vit.safetensors";
 
 std::string demo_flags(const std::string& out) {
   return " --out " + out +

@@ -80,6 +80,7 @@ TEST(Gemm, LongSumsSpanningSeveralBlocksOfKMatchTheReference) {
   }
 }
 
+#if VITUNE_X86_LEVELS  // the kernel is compiled on x86 only
 // The AVX-512 kernel itself, on strided operands: every row of A, B and C is padded
 // (lda, ldb, ldc beyond the width, the padding filled with NaN so that a read of it would
 // show), at sizes around its register tile (12 x 32), its blocks of K and of C, in every
@@ -133,6 +134,7 @@ TEST(Gemm, Avx512KernelOnPaddedOperandsAroundItsTileAndBlockEdges) {
   }
   set_num_threads(before);
 }
+#endif
 
 TEST(Gemm, LeadingDimensionsFoldIntoRows) {
   Tensor x = random_matrix({2, 3, 4}, DType::F64, 6);

@@ -1,0 +1,74 @@
+// The run-time choice of isa.h: CPUID (through the compiler's __builtin_cpu_supports,
+// which also checks that the OS saves the wide registers), lowered by VITUNE_CPU_ISA.
+#include "engine/cpu/isa.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "engine/error.h"
+
+namespace vitune::cpu {
+
+namespace {
+
+constexpr Isa kLevels[] = {Isa::Portable, Isa::Avx2, Isa::Avx512};
+
+bool supported(Isa isa) {
+#if VITUNE_X86_LEVELS
+  __builtin_cpu_init();
+  switch (isa) {
+    case Isa::Portable:
+      return true;
+    case Isa::Avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2");
+    case Isa::Avx512:
+      return supported(Isa::Avx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512vl");
+  }
+  return false;
+#else
+  return isa == Isa::Portable;
+#endif
+}
+
+Isa requested_isa(Isa best) {
+  const char* env = std::getenv("VITUNE_CPU_ISA");
+  if (env == nullptr || *env == '\0') return best;
+  for (Isa level : kLevels) {
+    if (std::string(env) == isa_name(level)) return level < best ? level : best;
+  }
+  throw Error(cat("VITUNE_CPU_ISA=", env, ": expected portable, avx2 or avx512"));
+}
+
+}  // namespace
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::Portable:
+      return "portable";
+    case Isa::Avx2:
+      return "avx2";
+    case Isa::Avx512:
+      return "avx512";
+  }
+  return "unknown";
+}
+
+Isa detected_isa() {
+  static const Isa best = [] {
+    Isa level = Isa::Portable;
+    for (Isa candidate : kLevels) {
+      if (supported(candidate)) level = candidate;
+    }
+    return level;
+  }();
+  return best;
+}
+
+Isa cpu_isa() {
+  static const Isa chosen = requested_isa(detected_isa());
+  return chosen;
+}
+
+}  // namespace vitune::cpu
