@@ -1,6 +1,7 @@
 // Counts the floating-point operations of the matrix products the engine runs (2 per
-// multiply-add), so commands can report FLOPs per image and tests can prove that a
-// product was skipped. Elementwise work is not counted: it is small beside the GEMMs.
+// multiply-add): the GEMMs and the products inside attention (Q K^T, P V and their
+// gradients), so commands can report FLOPs per image and tests can prove that a product
+// was skipped. Elementwise work (softmax, LayerNorm, GELU) is not counted.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "engine/autocast.h"
+#include "engine/flop_counter.h"
 
 namespace vitune {
 
@@ -176,14 +177,30 @@ Tensor gelu_backward(const Tensor& dy, const Tensor& x) {
   return VITUNE_ON_DEVICE(dy, gelu_backward(dy, x));
 }
 
+// The FLOPs of one attention product over qkv [B, T, 3D] (the backend has checked the
+// shape): every head's [T, dh] x [dh, T] (or [T, T] x [T, dh]) product, summed over the
+// heads, is 2 * B * T * T * D.
+namespace {
+int64_t attention_product_flops(const Tensor& qkv) {
+  const Shape& s = qkv.shape();
+  return 2 * s[0] * s[1] * s[1] * (s[2] / 3);
+}
+}  // namespace
+
+// Forward: Q K^T and P V, two products.
 Tensor attention_forward(const Tensor& qkv, int heads, Tensor& probs) {
   one_device("attention_forward", {&qkv, &probs});
-  return VITUNE_ON_DEVICE(qkv, attention_forward(qkv, heads, probs));
+  Tensor ctx = VITUNE_ON_DEVICE(qkv, attention_forward(qkv, heads, probs));
+  count_flops(2 * attention_product_flops(qkv));
+  return ctx;
 }
 
+// Backward: dV, dP, dQ and dK, four products.
 Tensor attention_backward(const Tensor& dctx, const Tensor& qkv, const Tensor& probs, int heads) {
   one_device("attention_backward", {&dctx, &qkv, &probs});
-  return VITUNE_ON_DEVICE(dctx, attention_backward(dctx, qkv, probs, heads));
+  Tensor dqkv = VITUNE_ON_DEVICE(dctx, attention_backward(dctx, qkv, probs, heads));
+  count_flops(4 * attention_product_flops(qkv));
+  return dqkv;
 }
 
 double cross_entropy_forward(const Tensor& logits, const Tensor& labels, double smoothing,

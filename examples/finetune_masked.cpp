@@ -1,7 +1,8 @@
 // vitune as a library: load a ViT checkpoint, classify a batch, then finetune a masked
 // subset of its weights -- the 4 largest |W| of every row of each block's linear layers
-// (and the head, in full) -- for a few SGD steps. Usage: finetune_masked MODEL BATCH, with
-// BATCH a safetensors file of `images` [B, C, H, W] f32 and `labels` [B] i64.
+// (and the head, in full) -- for a few SGD steps. Usage: finetune_masked MODEL BATCH [DEVICE],
+// with BATCH a safetensors file of `images` [B, C, H, W] f32 and `labels` [B] i64 and
+// DEVICE cpu (the default), emulated or cuda.
 #include <cstdio>
 
 #include "autograd/functions.h"
@@ -12,11 +13,12 @@
 
 int main(int argc, char** argv) try {
   using namespace vitune;
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: %s MODEL.safetensors BATCH.safetensors\n", argv[0]);
+  if (argc != 3 && argc != 4) {
+    std::fprintf(stderr, "usage: %s MODEL.safetensors BATCH.safetensors [cpu|emulated|cuda]\n", argv[0]);
     return 2;
   }
-  const nn::LoadedVit loaded = nn::load_vit(argv[1]);
+  const Device device = parse_device(argc == 4 ? argv[3] : "cpu", "DEVICE");
+  const nn::LoadedVit loaded = nn::load_vit(argv[1], device);
   nn::VisionTransformer& model = *loaded.model;
   const nn::SafetensorsFile batch = nn::read_safetensors(argv[2]);
   const autograd::Variable images(batch.at("images").to(model.device()));

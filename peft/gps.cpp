@@ -59,7 +59,7 @@ data::LoaderOptions loader_options(const GpsOptions& options, uint64_t seed) {
   o.batch_size = options.batch_size;
   o.shuffle = false;
   o.seed = seed;
-  o.drop_last = false;
+  o.drop_last = true;  // as the GPS code's data loader: every batch has batch_size images
   o.threads = options.loader_threads;
   return o;
 }
@@ -80,7 +80,9 @@ std::vector<std::pair<std::string, Tensor>> gps_scores(nn::VisionTransformer& mo
                                                        const GpsOptions& options) {
   VITUNE_CHECK(options.batch_size >= 1, "GPS: batch size must be at least 1, got ", options.batch_size);
   VITUNE_CHECK(options.loader_threads >= 1, "GPS: loader threads must be at least 1, got ", options.loader_threads);
-  VITUNE_CHECK(dataset.size() > 0, "GPS: the dataset is empty");
+  VITUNE_CHECK(dataset.size() >= options.batch_size, "GPS: the dataset has ", dataset.size(),
+               " images, fewer than one batch of ", options.batch_size,
+               " (GPS drops the last partial batch, as its reference code does); lower the batch size");
 
   if (options.loss == GpsLoss::CrossEntropy) {
     SavedHead restore_head_on_return(model);

@@ -26,7 +26,8 @@ struct GpsOptions {
 };
 
 // |sum over batches of dL/dW| for each named parameter, shaped like the parameter
-// (f32). `eval_view` is the deterministic transform (cross-entropy); `train_view` the
+// (f32), over the full batches of the dataset in order (the last partial batch is
+// dropped, as in the GPS code). `eval_view` is the deterministic transform (cross-entropy); `train_view` the
 // augmentation applied twice, with different draws, for the contrastive loss. The
 // model's freeze states and head are restored on return.
 std::vector<std::pair<std::string, Tensor>> gps_scores(nn::VisionTransformer& model,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/error.h"
+#include "engine/flop_counter.h"
 #include "engine/ops.h"
 #include "test_util.h"
 
@@ -238,6 +239,25 @@ TEST(AttentionTest, NanReachesTheOutputOfItsHead) {
   std::vector<double> ctx = values(ops::attention_forward(qkv, 2, probs));
   EXPECT_TRUE(std::isnan(ctx[0]) && std::isnan(ctx[1]));        // token 0, head 0
   EXPECT_TRUE(std::isfinite(ctx[2]) && std::isfinite(ctx[3]));  // token 0, head 1
+}
+
+// Forward: Q K^T and P V; backward: dV, dP, dQ, dK; each 2 T T dh FLOPs per (item,
+// head), so 2 B T T D per product summed over the heads.
+TEST(AttentionTest, CountsTheFlopsOfItsProducts) {
+  const int64_t batch = 3, tokens = 7, dim = 12;
+  Tensor qkv = random_normal({batch, tokens, 3 * dim}, DType::F32, kSeed, 51);
+  Tensor dctx = random_normal({batch, tokens, dim}, DType::F32, kSeed, 52);
+  const int64_t product = 2 * batch * tokens * tokens * dim;
+  Tensor probs;
+  vitune::reset_flop_counter();
+  ops::attention_forward(qkv, 3, probs);
+  EXPECT_EQ(vitune::flops_counted(), 2 * product);
+  vitune::reset_flop_counter();
+  ops::attention_backward(dctx, qkv, probs, 3);
+  EXPECT_EQ(vitune::flops_counted(), 4 * product);
+  vitune::reset_flop_counter();
+  EXPECT_THROW(ops::attention_forward(qkv, 5, probs), Error);  // 12 % 5: nothing ran, nothing counted
+  EXPECT_EQ(vitune::flops_counted(), 0);
 }
 
 TEST(AttentionTest, BadShapesThrow) {

@@ -158,8 +158,7 @@ TEST(Gps, CrossEntropyOverADatasetEqualsTheSameBatchesByHand) {
   const data::Transform view = eval_view();
   auto expected = peft::gps_scores_from_batches(
       *by_hand, names, GpsLoss::CrossEntropy, options.temperature,
-      source_of({{images_by_hand(dataset, view, 11, 0, 3), Tensor(), labels_by_hand(dataset, 0, 3)},
-                 {images_by_hand(dataset, view, 11, 3, 5), Tensor(), labels_by_hand(dataset, 3, 5)}}));
+      source_of({{images_by_hand(dataset, view, 11, 0, 3), Tensor(), labels_by_hand(dataset, 0, 3)}}));
   expect_bitwise_equal(scores, expected, "gps_scores against batches by hand");
 
   // The model's own 10-class head is back, with its values and freeze states.
@@ -184,8 +183,8 @@ TEST(Gps, ContrastiveOverADatasetUsesTwoDifferentlyDrawnViews) {
 
   const data::Transform view = train_view();
   std::vector<peft::GpsBatch> batches;
-  for (int64_t begin = 0; begin < 5; begin += 2) {
-    const int64_t end = std::min<int64_t>(begin + 2, 5);
+  for (int64_t begin = 0; begin + 2 <= 5; begin += 2) {
+    const int64_t end = begin + 2;
     batches.push_back({images_by_hand(dataset, view, 5, begin, end), images_by_hand(dataset, view, 6, begin, end),
                        labels_by_hand(dataset, begin, end)});
   }
@@ -228,6 +227,16 @@ TEST(Gps, RefusesBadInput) {
   peft::GpsOptions options;
   options.batch_size = 0;
   EXPECT_THROW(peft::gps_scores(*model, one, dataset, eval_view(), train_view(), options), Error);
+
+  // Five images make no full batch of six: the last partial batch is dropped, so there
+  // would be nothing to score.
+  options.batch_size = 6;
+  try {
+    peft::gps_scores(*model, one, dataset, eval_view(), train_view(), options);
+    FAIL() << "expected an error for a dataset smaller than one batch";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("5 images, fewer than one batch of 6"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
