@@ -117,7 +117,8 @@ TEST(Faults, AFullDiskFailsClearlyAndKeepsThePreviousFiles) {
   const std::string model = folder + "/model.safetensors";
   const std::string results = folder + "/results.json";
   const std::string log = folder + "/output.txt";
-  const std::vector<std::string> outputs{"--checkpoint", checkpoint, "--out", model, "--results", results};
+  const std::vector<std::string> outputs{"--checkpoint", checkpoint, "--out", model, "--results", results,
+                                         "--overwrite"};
   ChildResult first = run_vitune_args(plus(plus(tiny_pretrain(spec), {"--steps", "2"}), outputs), log);
   ASSERT_EQ(first.exit_status, 0) << first.output;
   const std::string checkpoint_before = read_bytes(checkpoint), model_before = read_bytes(model),
@@ -135,7 +136,7 @@ TEST(Faults, AFullDiskFailsClearlyAndKeepsThePreviousFiles) {
 
   // Without a checkpoint the model file is the first to be written.
   ChildResult full_model = run_vitune_args(
-      plus(tiny_pretrain(spec), {"--steps", "3", "--out", model, "--results", results}), log, 8192);
+      plus(tiny_pretrain(spec), {"--steps", "3", "--out", model, "--results", results, "--overwrite"}), log, 8192);
   EXPECT_EQ(full_model.exit_status, 1) << full_model.output;
   EXPECT_NE(full_model.output.find("cannot write safetensors file '" + model + "': " + std::strerror(EFBIG)),
             std::string::npos)
