@@ -77,8 +77,10 @@ void CommandOutputs::check_not_input(const Output& output) const {
 void CommandOutputs::check_new(const Output& output) const {
   if (flags_.overwrite || output.continued) return;
   if (output.is_folder) {
-    const bool empty = std::all_of(fs::directory_iterator(output.path), fs::directory_iterator(),
-                                   [](const fs::directory_entry& e) { return e.path().filename() == kLockFileName; });
+    // Empty subfolders (the command's own, made above) and locks are not files.
+    const bool empty = std::all_of(
+        fs::recursive_directory_iterator(output.path), fs::recursive_directory_iterator(),
+        [](const fs::directory_entry& e) { return e.is_directory() || e.path().filename() == kLockFileName; });
     VITUNE_CHECK(empty, output.flag, ": the folder ", output.path,
                  " holds files already; pass --overwrite to replace them, or choose another folder");
     return;

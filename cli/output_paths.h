@@ -32,8 +32,8 @@ class CommandOutputs {
   // A file written for `flag`; ignored when empty. A `continued` file may exist already:
   // the command continues it (a checkpoint and log with --resume).
   CommandOutputs& file(const std::string& flag, const std::string& path, bool continued = false);
-  // A folder the command fills with files of its own; one that holds anything already
-  // is refused unless --overwrite is given.
+  // A folder the command fills with files of its own; one that holds files already (in
+  // it or in its subfolders) is refused unless --overwrite is given.
   CommandOutputs& folder(const std::string& flag, const std::string& path);
 
   // Creates the folders, checks every output and takes the locks; throws vitune::Error
