@@ -82,16 +82,17 @@ TEST(Faults, KilledRunsResumeToTheBitsOfAnUninterruptedRun) {
   const std::string model = folder + "/run.safetensors";
   const std::string results = folder + "/run.json";
   std::mt19937 random(7);  // fixed, so a failure repeats
-  std::uniform_real_distribution<double> kill_after(0.0, straight_seconds);
+  // Up to a third of the straight run: most tries are killed, each a little further on.
+  std::uniform_real_distribution<double> kill_after(0.0, straight_seconds / 3);
   int kills = 0, kills_after_a_checkpoint = 0;
   bool finished = false;
-  for (int attempt = 0; attempt < 20 && !finished; ++attempt) {
+  for (int attempt = 0; attempt < 40 && !finished; ++attempt) {
     std::vector<std::string> arguments =
         plus(run, {"--checkpoint", checkpoint, "--out", model, "--results", results});
     const bool resuming = std::filesystem::exists(checkpoint);
     if (resuming) arguments.push_back("--resume");
     const pid_t pid = start_vitune(arguments, log);
-    const double delay = attempt < 16 ? kill_after(random) : -1;  // the last tries run to the end
+    const double delay = attempt < 36 ? kill_after(random) : -1;  // the last tries run to the end
     if (delay >= 0) {
       std::this_thread::sleep_for(std::chrono::duration<double>(delay));
       ::kill(pid, SIGKILL);
