@@ -31,7 +31,7 @@ LOADER_THREADS=${LOADER_THREADS:-2}
 MAKE_IMAGES=${MAKE_IMAGES:-}
 PYTHON=${PYTHON:-python3}  # with numpy and torch (Debian: /usr/bin/python3) unless MAKE_IMAGES is set
 mkdir -p "$OUT"
-RUN="--device $DEVICE --loader-threads $LOADER_THREADS --batch-size $BATCH"
+RUN="--device $DEVICE --loader-threads $LOADER_THREADS --batch-size $BATCH --overwrite"  # rerun into one OUT
 
 for model in $MODELS; do
   case $model in

@@ -2,9 +2,11 @@
 // map of a model over pretraining images, written to a safetensors file.
 #include <cstdio>
 
+#include "cli/flag_checks.h"
 #include "cli/commands.h"
 #include "cli/device_options.h"
 #include "cli/model_options.h"
+#include "cli/output_paths.h"
 #include "cli/progress.h"
 #include "cli/run_options.h"
 #include "data/dataset_spec.h"
@@ -27,9 +29,12 @@ struct AnchorOptions {
   std::string normalization = "half";
   std::string out;
   std::string results;
+  OutputFlags output;
 };
 
 void run_anchor(const AnchorOptions& options) {
+  CommandOutputs outputs(options.output);
+  outputs.input(options.model.path).file("--out", options.out).file("--results", options.results).check_and_lock();
   const Device device = options.device.select();
   nn::LoadedVit loaded = options.model.load_model(device);
   const nn::VisionTransformer& model = *loaded.model;
@@ -51,8 +56,9 @@ void run_anchor(const AnchorOptions& options) {
   progress.finish();
   const std::string hash = peft::backbone_hash(model);
   peft::save_anchor(options.out, stats, hash, spec.canonical());
-  std::printf("anchor: %zu layers over %lld images of %s (model %s) -> %s\n", stats.layers().size(),
-              (long long)stats.images(), spec.canonical().c_str(), hash.c_str(), options.out.c_str());
+  std::printf("anchor: %zu layers over %lld images of %s (model %s)\n", stats.layers().size(),
+              (long long)stats.images(), spec.canonical().c_str(), hash.c_str());
+  print_wrote("anchor", options.out);
   nlohmann::ordered_json results = {{"command", "anchor"}, {"model", options.model.path},
                                     {"model_hash", hash},  {"data", spec.canonical()},
                                     {"images", stats.images()}, {"out", options.out}};
@@ -72,14 +78,15 @@ void add_anchor_command(CLI::App& app) {
   options->device.add_to(*command);
   command->add_option("--data", options->data, "Pretraining data: a dataset spec (see the README)")->required();
   command->add_option("--images", options->images, "Use the first N images of the data (default: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer_from(0));
   command->add_option("--batch-size", options->batch_size, "Images per forward pass (does not change the result)")
-      ->check(CLI::Range(1, 65536));
+      ->check(integer_in(1, 65536));
   command->add_option("--loader-threads", options->loader_threads, "Background threads decoding images")
-      ->check(CLI::Range(1, 256));
+      ->check(integer_in(1, 256));
   command->add_option("--normalization", options->normalization, "Input normalisation preset: half or imagenet");
   command->add_option("--out", options->out, "Write the anchor here (safetensors)")->required();
   command->add_option("--results", options->results, "Write a results JSON here");
+  options->output.add_to(*command);
   command->callback([options] { run_anchor(*options); });
 }
 

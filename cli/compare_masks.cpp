@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/output_paths.h"
 #include "engine/atomic_file.h"
 #include "peft/compare_masks.h"
 
@@ -16,9 +17,12 @@ struct CompareMasksOptions {
   std::string a;
   std::string b;
   std::string json;
+  OutputFlags output;
 };
 
 void run_compare_masks(const CompareMasksOptions& options) {
+  CommandOutputs outputs(options.output);
+  outputs.input(options.a).input(options.b).file("--json", options.json).check_and_lock();
   const peft::SelectionMask a = peft::load_mask(options.a);
   const peft::SelectionMask b = peft::load_mask(options.b);
   const peft::MaskComparison comparison = peft::compare_masks(a, b, options.a, options.b);
@@ -49,6 +53,7 @@ void run_compare_masks(const CompareMasksOptions& options) {
                                 {"tensors", tensors},
                                 {"only_in_b", comparison.only_in_b}};
   write_file_atomically(options.json, out.dump(2) + "\n");
+  print_wrote("comparison", options.json);
 }
 
 }  // namespace
@@ -60,6 +65,7 @@ void add_compare_masks_command(CLI::App& app) {
   command->add_option("A", options->a, "The first mask (the ratio's denominator)")->required();
   command->add_option("B", options->b, "The second mask")->required();
   command->add_option("--json", options->json, "Write the comparison here as JSON");
+  options->output.add_to(*command);
   command->callback([options] { run_compare_masks(*options); });
 }
 

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/device_options.h"
 #include "cli/model_options.h"
+#include "cli/output_paths.h"
 #include "peft/delta.h"
 
 namespace vitune::cli {
@@ -17,6 +18,7 @@ struct ExportDeltaOptions {
   std::string finetuned;
   std::string out;
   DeviceOptions device;
+  OutputFlags output;
 };
 
 struct ApplyDeltaOptions {
@@ -24,9 +26,12 @@ struct ApplyDeltaOptions {
   std::string delta;
   std::string out;
   DeviceOptions device;
+  OutputFlags output;
 };
 
 void run_export_delta(const ExportDeltaOptions& options) {
+  CommandOutputs outputs(options.output);
+  outputs.input(options.base.path).input(options.finetuned).file("--out", options.out).check_and_lock();
   const Device device = options.device.select();
   nn::LoadedVit base = options.base.load_model(device);
   nn::LoadedVit finetuned = nn::load_vit(options.finetuned, device, options.base.load);
@@ -37,14 +42,16 @@ void run_export_delta(const ExportDeltaOptions& options) {
   const int64_t total = finetuned.model->parameter_count();
   const int64_t stored = delta.changed_entries() + delta.whole_entries();
   std::printf("export-delta: %lld changed entries in %zu tensors, %lld entries in %zu whole tensors; %lld of %lld "
-              "parameters stored (%.3f%%); base backbone hash %s; written to %s\n",
+              "parameters stored (%.3f%%); base backbone hash %s\n",
               (long long)delta.changed_entries(), delta.sparse.size(), (long long)delta.whole_entries(),
               delta.whole.size(), (long long)stored, (long long)total,
-              100.0 * double(stored) / double(std::max<int64_t>(1, total)), delta.metadata.at("base_hash").c_str(),
-              options.out.c_str());
+              100.0 * double(stored) / double(std::max<int64_t>(1, total)), delta.metadata.at("base_hash").c_str());
+  print_wrote("delta", options.out);
 }
 
 void run_apply_delta(const ApplyDeltaOptions& options) {
+  CommandOutputs outputs(options.output);
+  outputs.input(options.base.path).input(options.delta).file("--out", options.out).check_and_lock();
   nn::LoadedVit base = options.base.load_model(options.device.select());
   peft::ModelDelta delta = peft::load_delta(options.delta);
   std::unique_ptr<nn::VisionTransformer> model = peft::apply_delta(*base.model, delta, options.delta);
@@ -52,8 +59,9 @@ void run_apply_delta(const ApplyDeltaOptions& options) {
   auto data = delta.metadata.find("finetuned_data");
   if (data != delta.metadata.end()) metadata["data"] = data->second;
   nn::save_vit(options.out, *model, metadata);
-  std::printf("apply-delta: %lld changed entries and %zu whole tensors applied to %s; model written to %s\n",
-              (long long)delta.changed_entries(), delta.whole.size(), options.base.path.c_str(), options.out.c_str());
+  std::printf("apply-delta: %lld changed entries and %zu whole tensors applied to %s\n",
+              (long long)delta.changed_entries(), delta.whole.size(), options.base.path.c_str());
+  print_wrote("model", options.out);
 }
 
 }  // namespace
@@ -69,6 +77,7 @@ void add_delta_command(CLI::App& app) {
   export_command->add_option("--out", export_options->out, "The delta file to write (.safetensors)")->required();
   export_options->base.add_to(*export_command);
   export_options->device.add_to(*export_command);
+  export_options->output.add_to(*export_command);
   export_command->callback([export_options] { run_export_delta(*export_options); });
 
   auto apply_options = std::make_shared<ApplyDeltaOptions>();
@@ -80,6 +89,7 @@ void add_delta_command(CLI::App& app) {
   apply_command->add_option("--out", apply_options->out, "The model file to write (.safetensors)")->required();
   apply_options->base.add_to(*apply_command);
   apply_options->device.add_to(*apply_command);
+  apply_options->output.add_to(*apply_command);
   apply_command->callback([apply_options] { run_apply_delta(*apply_options); });
 }
 

@@ -15,9 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "cli/flag_checks.h"
 #include "cli/child_process.h"
 #include "cli/commands.h"
 #include "cli/demo_report.h"
+#include "cli/output_paths.h"
 #include "engine/device.h"
 #include "engine/error.h"
 
@@ -38,6 +40,7 @@ struct DemoOptions {
   int lora_rank = 2;
   int jobs = 2;
   std::string device = "cpu";
+  OutputFlags output;
 };
 
 // One step of the demo: a vitune command line and where its results land.
@@ -67,7 +70,8 @@ void run_steps(const std::vector<Step>& steps, const DemoOptions& options) {
     if (int(running.size()) >= options.jobs) finish_one();
     std::vector<std::string> args{"--threads", std::to_string(threads_each)};
     args.insert(args.end(), step.args.begin(), step.args.end());
-    args.insert(args.end(), {"--device", options.device});
+    args.insert(args.end(), {"--device", options.device, "--no-lock"});  // the demo holds the locks
+    if (options.output.overwrite) args.push_back("--overwrite");
     const std::string log = options.out + "/logs/" + step.id + ".out";
     std::ofstream(log) << command_line(args) << "\n";
     running.push_back(start_vitune(args, step.id, log));
@@ -91,7 +95,9 @@ std::vector<std::string> with(std::vector<std::string> args, const std::vector<s
 
 void run_demo(const DemoOptions& o) {
   const auto start = std::chrono::steady_clock::now();
-  for (const char* sub : {"", "/logs", "/runs", "/selection"}) std::filesystem::create_directories(o.out + sub);
+  CommandOutputs outputs(o.output);
+  for (const char* sub : {"", "/logs", "/runs", "/selection"}) outputs.folder("--out", o.out + sub);
+  outputs.check_and_lock();
   const std::string sel = o.out + "/selection/";
 
   std::printf("demo: plasticity, anchor and selection\n");
@@ -146,28 +152,29 @@ void add_demo_command(CLI::App& app) {
   command->add_option("--eval-data", options->eval_data, "Downstream test data")->capture_default_str();
   command->add_option("--out", options->out, "Output folder")->capture_default_str();
   command->add_option("--steps", options->steps, "Optimizer steps of every finetuning run")
-      ->check(CLI::PositiveNumber)
+      ->check(integer_from(1))
       ->capture_default_str();
   command->add_option("--batch-size", options->batch_size, "Training batch size")
-      ->check(CLI::PositiveNumber)
+      ->check(integer_from(1))
       ->capture_default_str();
   command->add_option("--anchor-images", options->anchor_images, "Pretraining images of the GD-FPS anchor")
-      ->check(CLI::PositiveNumber)
+      ->check(integer_from(1))
       ->capture_default_str();
   command->add_option("--plasticity-images", options->plasticity_images, "Images of the plasticity measurement")
-      ->check(CLI::Range(2, 1 << 20))
+      ->check(integer_in(2, 1 << 20))
       ->capture_default_str();
   command->add_option("--k", options->k, "Weights selected per output row by GD-FPS and GPS")
-      ->check(CLI::PositiveNumber)
+      ->check(integer_from(1))
       ->capture_default_str();
   command->add_option("--lora-rank", options->lora_rank, "LoRA rank (on qkv, proj, fc1 and fc2)")
-      ->check(CLI::PositiveNumber)
+      ->check(integer_from(1))
       ->capture_default_str();
   command->add_option("--jobs", options->jobs, "Steps run side by side, one thread each")
-      ->check(CLI::Range(1, 256))
+      ->check(integer_in(1, 256))
       ->capture_default_str();
   command->add_option("--device", options->device, "Where every step computes: cpu, cuda, cuda:N or emulated")
       ->capture_default_str();
+  options->output.add_to(*command);
   command->callback([options] {
     parse_device(options->device, "--device");
     run_demo(*options);

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <vector>
 
+#include "cli/output_paths.h"
 #include "cli/svg_chart.h"
 #include "engine/atomic_file.h"
 #include "engine/error.h"
@@ -166,6 +167,9 @@ void write_demo_report(const std::string& folder, double seconds) {
   write_file_atomically(folder + "/demo.json", summary.dump(2) + "\n");
   write_file_atomically(folder + "/demo.md", md.str());
   std::printf("\n%s", md.str().c_str());
+  for (const char* name : {"demo.md", "demo.json", "accuracy.svg", "loss.svg"}) {
+    print_wrote("report", folder + "/" + name);
+  }
 }
 
 }  // namespace vitune::cli

@@ -19,6 +19,8 @@ struct EvalOptions {
 };
 
 void run_eval(const EvalOptions& options) {
+  CommandOutputs outputs(options.output.flags);
+  outputs.input(options.model.path).file("--results", options.output.results).check_and_lock();
   const Device device = options.device.select();
   nn::LoadedVit loaded = options.model.load_model(device);
   VITUNE_CHECK(loaded.model->head, options.model.path, ": the model has no head (num_classes 0) to evaluate");

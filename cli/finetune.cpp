@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/model_options.h"
 #include "cli/training_run.h"
 #include "data/dataset_spec.h"
@@ -100,6 +101,7 @@ nlohmann::ordered_json set_trainable(const FinetuneOptions& options, nn::VisionT
 
 void run_finetune(const FinetuneOptions& options) {
   check_flag_combination(options);
+  const CommandOutputs outputs = check_training_outputs(options.run, {options.model.path, options.mask});
   nn::LoadedVit loaded = options.model.load_model(options.run.device.select());
   nn::VisionTransformer& model = *loaded.model;
   int classes = data::open_dataset(data::parse_dataset_spec(options.run.data.train_spec))->num_classes();
@@ -129,12 +131,14 @@ void add_finetune_command(CLI::App& app) {
                       "trains in full, and the head; excludes --train and --lora");
   command->add_option("--lora", options->lora_rank,
                       "LoRA rank R: train rank-R adapters on the blocks' linear layers and the head, everything else "
-                      "frozen; merged into the weights when the model is saved");
+                      "frozen; merged into the weights when the model is saved")
+      ->check(integer_from(0));
   CLI::Option* targets = command->add_option("--lora-targets", options->lora_targets,
                                               "Layers that get adapters: a comma list of qkv, proj, fc1, fc2")
                              ->capture_default_str();
   CLI::Option* alpha = command->add_option(
-      "--lora-alpha", options->lora_alpha, "LoRA alpha: the update is scaled by alpha / R (default: R, a scale of 1)");
+      "--lora-alpha", options->lora_alpha, "LoRA alpha: the update is scaled by alpha / R (default: R, a scale of 1)")
+                            ->check(positive_number());
   options->run.data.add_to(*command, true);
   options->run.optim.add_to(*command);
   options->run.output.add_to(*command, true);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "cli/flag_checks.h"
 #include "cli/commands.h"
 #include "engine/error.h"
 #include "engine/parallel.h"
@@ -15,7 +16,7 @@ int main(int argc, char** argv) {
   app.add_option_function<int>("--threads", [](int n) { vitune::set_num_threads(n); },
                                "Worker threads (default: VITUNE_NUM_THREADS, else all cores); results are "
                                "bit-identical for any count")
-      ->check(CLI::Range(1, 1024));
+      ->check(vitune::cli::integer_in(1, 1024));
   vitune::cli::register_commands(app);
   try {
     app.parse(argc, argv);

@@ -11,9 +11,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/flag_checks.h"
 #include "cli/commands.h"
 #include "cli/device_options.h"
 #include "cli/model_options.h"
+#include "cli/output_paths.h"
 #include "cli/plots.h"
 #include "cli/progress.h"
 #include "cli/run_options.h"
@@ -43,6 +45,7 @@ struct PlasticityCommandOptions {
   uint64_t seed = 0;
   std::string normalization = "half";
   int loader_threads = 2;
+  OutputFlags output;
 };
 
 // A dataset read through the eval transform, in a seeded shuffled order (or in order).
@@ -191,6 +194,9 @@ int64_t images_to_take(int64_t wanted, const ImageSource& source) {
 }
 
 void run_plasticity(const PlasticityCommandOptions& options) {
+  CommandOutputs outputs(options.output);
+  outputs.input(options.model.path);
+  outputs.file("--out", options.out).file("--csv", options.csv).file("--svg", options.svg).check_and_lock();
   const auto start = std::chrono::steady_clock::now();
   peft::PlasticityOptions meter_options;
   meter_options.protocol = peft::parse_plasticity_protocol(options.protocol);
@@ -245,16 +251,16 @@ void run_plasticity(const PlasticityCommandOptions& options) {
       report_json(report, options, downstream.canonical_spec, reference ? reference_source.canonical_spec : "",
                   seconds);
   write_file_atomically(options.out, json.dump(2) + "\n");
-  std::printf("\nwrote %s", options.out.c_str());
+  std::printf("\n");
+  print_wrote("results", options.out);
   if (!options.csv.empty()) {
     write_file_atomically(options.csv, report_csv(report));
-    std::printf(", %s", options.csv.c_str());
+    print_wrote("table", options.csv);
   }
   if (!options.svg.empty()) {
     write_plasticity_svg(nlohmann::json::parse(json.dump()), options.svg);
-    std::printf(", %s", options.svg.c_str());
+    print_wrote("chart", options.svg);
   }
-  std::printf("\n");
 }
 
 }  // namespace
@@ -276,17 +282,18 @@ void add_plasticity_command(CLI::App& app) {
   command->add_option("--reference-data", options->reference_data,
                       "Reference protocol: the dataset whose image k is paired with image k of --data");
   command->add_option("--images", options->images, "Images of --data to use (and of --reference-data)")
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
+      ->check(integer_in(1, int64_t(1) << 40));
   command->add_option("--batch-size", options->batch_size, "Images per forward pass (paper protocol: pairs within it)")
-      ->check(CLI::Range(1, 65536));
+      ->check(integer_in(1, 65536));
   command->add_flag("--fc1-no-gelu", options->fc1_no_gelu, "Paper protocol: fc1 ends before its GELU (fc1_pre)");
-  command->add_option("--seed", options->seed, "Seed of the shuffle that picks the images");
+  command->add_option("--seed", options->seed, "Seed of the shuffle that picks the images")->check(seed_value());
   command->add_flag("--in-order", options->in_order, "Take the first images in dataset order instead of shuffling");
   command->add_option("--normalization", options->normalization,
                       "Input normalisation preset: half (0.5/0.5) or imagenet");
   command
       ->add_option("--loader-threads", options->loader_threads, "Background threads decoding and transforming images")
-      ->check(CLI::Range(1, 256));
+      ->check(integer_in(1, 256));
+  options->output.add_to(*command);
   command->callback([options] { run_plasticity(*options); });
 }
 

@@ -1,5 +1,6 @@
 // `vitune pretrain`: trains a ViT from scratch, its shape given by flags.
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/training_run.h"
 #include "data/dataset_spec.h"
 #include "data/open_dataset.h"
@@ -14,6 +15,7 @@ struct PretrainOptions {
 };
 
 void run_pretrain(PretrainOptions options) {
+  const CommandOutputs outputs = check_training_outputs(options.run, {});
   nn::VitConfig& config = options.model;
   if (config.num_classes == 0) {
     config.num_classes = data::open_dataset(data::parse_dataset_spec(options.run.data.train_spec))->num_classes();
@@ -31,15 +33,19 @@ void add_pretrain_command(CLI::App& app) {
   nn::VitConfig& c = options->model;
   c = nn::VitConfig{28, 4, 1, 128, 6, 4, 4.0, 0, 1e-6};
   CLI::App* command = app.add_subcommand("pretrain", "Train a ViT from scratch (shape from flags)");
-  command->add_option("--img-size", c.img_size, "Input height and width")->capture_default_str();
-  command->add_option("--patch", c.patch, "Patch size")->capture_default_str();
-  command->add_option("--in-chans", c.in_chans, "Input channels")->capture_default_str();
-  command->add_option("--dim", c.dim, "Embedding width")->capture_default_str();
-  command->add_option("--depth", c.depth, "Blocks")->capture_default_str();
-  command->add_option("--heads", c.heads, "Attention heads")->capture_default_str();
-  command->add_option("--mlp-ratio", c.mlp_ratio, "MLP hidden width over dim")->capture_default_str();
-  command->add_option("--classes", c.num_classes, "Classes (default: from the training data)");
-  command->add_option("--ln-eps", c.ln_eps, "LayerNorm epsilon")->capture_default_str();
+  command->add_option("--img-size", c.img_size, "Input height and width")
+      ->check(integer_from(1))
+      ->capture_default_str();
+  command->add_option("--patch", c.patch, "Patch size")->check(integer_from(1))->capture_default_str();
+  command->add_option("--in-chans", c.in_chans, "Input channels")->check(integer_from(1))->capture_default_str();
+  command->add_option("--dim", c.dim, "Embedding width")->check(integer_from(1))->capture_default_str();
+  command->add_option("--depth", c.depth, "Blocks")->check(integer_from(1))->capture_default_str();
+  command->add_option("--heads", c.heads, "Attention heads")->check(integer_from(1))->capture_default_str();
+  command->add_option("--mlp-ratio", c.mlp_ratio, "MLP hidden width over dim")
+      ->check(positive_number())
+      ->capture_default_str();
+  command->add_option("--classes", c.num_classes, "Classes (default: from the training data)")->check(integer_from(0));
+  command->add_option("--ln-eps", c.ln_eps, "LayerNorm epsilon")->check(positive_number())->capture_default_str();
   options->run.data.add_to(*command, true);
   options->run.optim.add_to(*command);
   options->run.output.add_to(*command, true);

@@ -1,4 +1,5 @@
 // The shared flags of the training and evaluation commands, and the results file.
+#include "cli/flag_checks.h"
 #include "cli/run_options.h"
 
 #include <cmath>
@@ -15,16 +16,16 @@ void DataOptions::add_to(CLI::App& command, bool training) {
   if (training) {
     command.add_option("--data", train_spec, "Training data: a dataset spec (see the README)")->required();
     command.add_option("--eval-data", eval_spec, "Evaluation data spec, evaluated during and after training");
-    command.add_option("--batch-size", batch_size, "Training batch size")->check(CLI::Range(1, 65536));
+    command.add_option("--batch-size", batch_size, "Training batch size")->check(integer_in(1, 65536));
     command.add_flag("--flip", flip, "Random horizontal flips during training");
     command.add_flag("--random-resized-crop", random_resized_crop,
                      "Random resized crops (scale 0.08-1) during training");
   } else {
     command.add_option("--data", eval_spec, "Evaluation data: a dataset spec (see the README)")->required();
   }
-  command.add_option("--eval-batch-size", eval_batch_size, "Evaluation batch size")->check(CLI::Range(1, 65536));
+  command.add_option("--eval-batch-size", eval_batch_size, "Evaluation batch size")->check(integer_in(1, 65536));
   command.add_option("--loader-threads", loader_threads, "Background threads decoding and transforming images")
-      ->check(CLI::Range(1, 256));
+      ->check(integer_in(1, 256));
   command.add_option("--normalization", normalization, "Input normalisation preset: half (0.5/0.5) or imagenet");
   command.add_flag("--skip-bad-images", skip_bad_images,
                    "Leave out images that cannot be read or decoded, and count them, instead of stopping");
@@ -78,25 +79,25 @@ OpenedData open_eval_data(const std::string& spec, const DataOptions& options, c
 
 void OptimOptions::add_to(CLI::App& command) {
   command.add_option("--optimizer", optimizer, "sgd (momentum) or adamw");
-  command.add_option("--lr", lr, "Peak learning rate")->check(CLI::PositiveNumber);
-  command.add_option("--momentum", momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0));
+  command.add_option("--lr", lr, "Peak learning rate")->check(positive_number());
+  command.add_option("--momentum", momentum, "SGD momentum")->check(number_in(0.0, 1.0));
   command.add_flag("--nesterov", nesterov, "Nesterov momentum for SGD");
   command.add_option("--weight-decay", weight_decay, "Weight decay (decoupled for AdamW)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_from(0));
   command.add_option("--schedule", schedule, "Learning-rate schedule: cosine, constant or step");
-  command.add_option("--warmup-steps", warmup_steps, "Linear warmup steps")->check(CLI::NonNegativeNumber);
-  command.add_option("--min-lr", min_lr, "Floor of the cosine schedule")->check(CLI::NonNegativeNumber);
+  command.add_option("--warmup-steps", warmup_steps, "Linear warmup steps")->check(integer_from(0));
+  command.add_option("--min-lr", min_lr, "Floor of the cosine schedule")->check(number_from(0));
   command.add_option("--clip-norm", clip_norm, "Clip gradients to this global norm (0: off)")
-      ->check(CLI::NonNegativeNumber);
-  command.add_option("--label-smoothing", label_smoothing, "Label smoothing of the loss")->check(CLI::Range(0.0, 0.999));
-  command.add_option("--steps", steps, "Optimizer steps (overrides --epochs)")->check(CLI::NonNegativeNumber);
+      ->check(number_from(0));
+  command.add_option("--label-smoothing", label_smoothing, "Label smoothing of the loss")->check(number_in(0.0, 0.999));
+  command.add_option("--steps", steps, "Optimizer steps (overrides --epochs)")->check(integer_from(0));
   command.add_option("--epochs", epochs, "Epochs of the training data (default 1 when --steps is not given)")
-      ->check(CLI::NonNegativeNumber);
-  command.add_option("--log-every", log_every, "Steps between JSON log lines")->check(CLI::NonNegativeNumber);
+      ->check(number_from(0));
+  command.add_option("--log-every", log_every, "Steps between JSON log lines")->check(integer_from(0));
   command.add_option("--eval-every", eval_every, "Steps between evaluations (0: at the end only)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer_from(0));
   command.add_option("--checkpoint-every", checkpoint_every, "Steps between checkpoints (0: at the end only)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer_from(0));
 }
 
 nn::TrainConfig OptimOptions::train_config(int64_t batches_per_epoch) const {
@@ -127,9 +128,10 @@ void OutputOptions::add_to(CLI::App& command, bool training) {
                        "atomically; with --resume, continue from it");
     command.add_flag("--resume", resume, "Continue exactly from --checkpoint");
     command.add_option("--log", log, "Training log, one JSON object per line");
-    command.add_option("--seed", seed, "Seed of the data order, augmentation and initialisation");
+    command.add_option("--seed", seed, "Seed of the data order, augmentation and initialisation")->check(seed_value());
   }
   command.add_option("--results", results, "Write a results JSON here");
+  flags.add_to(command);
 }
 
 nlohmann::ordered_json eval_json(const nn::EvalResult& result) {
@@ -141,6 +143,7 @@ void write_results(const std::string& path, nlohmann::ordered_json results, doub
   results["peak_host_bytes"] = memory_stats(Device::cpu()).peak_bytes;
   if (path.empty()) return;
   write_file_atomically(path, results.dump(2) + "\n");
+  print_wrote("results", path);
 }
 
 }  // namespace vitune::cli

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/output_paths.h"
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "nn/trainer.h"
@@ -70,11 +71,13 @@ struct OutputOptions {
   std::string results;
   bool resume = false;
   uint64_t seed = 0;
+  OutputFlags flags;  // --overwrite, --no-lock
 
   void add_to(CLI::App& command, bool training);
 };
 
-// Writes a results JSON atomically; adds wall time and peak host memory.
+// Writes a results JSON atomically (when `path` is not empty, saying so); adds wall time
+// and peak host memory.
 void write_results(const std::string& path, nlohmann::ordered_json results, double seconds);
 nlohmann::ordered_json eval_json(const nn::EvalResult& result);
 

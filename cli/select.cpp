@@ -5,9 +5,11 @@
 #include <chrono>
 #include <cstdio>
 
+#include "cli/flag_checks.h"
 #include "cli/commands.h"
 #include "cli/device_options.h"
 #include "cli/model_options.h"
+#include "cli/output_paths.h"
 #include "cli/progress.h"
 #include "cli/run_options.h"
 #include "data/dataset_spec.h"
@@ -41,6 +43,7 @@ struct SelectOptions {
   int loader_threads = 2;
   std::string normalization = "half";
   std::string results;
+  OutputFlags output;
 };
 
 struct TaskData {
@@ -146,6 +149,9 @@ void print_table(const nn::VisionTransformer& model, const std::vector<peft::Ten
 
 void run_select(const SelectOptions& options) {
   check_flags(options);
+  CommandOutputs outputs(options.output);
+  outputs.input(options.model.path).input(options.anchor);
+  outputs.file("--out", options.out).file("--results", options.results).check_and_lock();
   const Device device = options.device.select();
   nn::LoadedVit loaded = options.model.load_model(device);
   nn::VisionTransformer& model = *loaded.model;
@@ -195,9 +201,9 @@ void run_select(const SelectOptions& options) {
   std::printf("select %s: %lld entries (K = %lld per row) in %zu tensors, %zu tensors in full; %lld rows short\n",
               options.method.c_str(), (long long)mask.selected_count(), (long long)options.k, mask.selected.size(),
               mask.fully_trainable.size(), (long long)short_rows);
-  std::printf("select %s: %.3f s, peak %.1f MiB, %.3f GFLOPs per image over %lld images -> %s\n",
-              options.method.c_str(), seconds, double(peak) / (1 << 20), flops_per_image * 1e-9, (long long)images,
-              options.out.c_str());
+  std::printf("select %s: %.3f s, peak %.1f MiB, %.3f GFLOPs per image over %lld images\n", options.method.c_str(),
+              seconds, double(peak) / (1 << 20), flops_per_image * 1e-9, (long long)images);
+  print_wrote("mask", options.out);
   nlohmann::ordered_json results = {{"command", "select"},
                                     {"method", options.method},
                                     {"model", options.model.path},
@@ -230,12 +236,13 @@ void add_select_command(CLI::App& app) {
   options->device.add_to(*command);
   command->add_option("--anchor", options->anchor, "GD-FPS prior anchor (from `vitune anchor`)");
   command->add_option("--data", options->data, "Task data: a dataset spec (gdfps and gps)");
-  command->add_option("--k", options->k, "Weights selected per output row")->required()->check(CLI::PositiveNumber);
+  command->add_option("--k", options->k, "Weights selected per output row")->required()->check(integer_from(1));
   command->add_option("--out", options->out, "Write the mask here (safetensors)")->required();
-  command->add_option("--batch-size", options->batch_size, "Images per batch")->check(CLI::Range(1, 65536));
-  command->add_option("--seed", options->seed, "Seed of random selection, and of GPS's head and augmentations");
+  command->add_option("--batch-size", options->batch_size, "Images per batch")->check(integer_in(1, 65536));
+  command->add_option("--seed", options->seed, "Seed of random selection, and of GPS's head and augmentations")
+      ->check(seed_value());
   command->add_option("--images", options->images, "Use the first N images of the data (default: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer_from(0));
   command->add_option("--gps-loss", options->gps_loss, "GPS loss: supcon (as GPS does) or ce");
   command->add_option("--selectable", options->selectable,
                       "Weights selected per row: parameter names, * matches anything "
@@ -246,9 +253,10 @@ void add_select_command(CLI::App& app) {
                       "(default: the biases of those weights and head.*)")
       ->delimiter(',');
   command->add_option("--loader-threads", options->loader_threads, "Background threads decoding images")
-      ->check(CLI::Range(1, 256));
+      ->check(integer_in(1, 256));
   command->add_option("--normalization", options->normalization, "Input normalisation preset: half or imagenet");
   command->add_option("--results", options->results, "Write a results JSON here");
+  options->output.add_to(*command);
   command->callback([options] { run_select(*options); });
 }
 

@@ -9,6 +9,8 @@
 
 #include "cli/child_process.h"
 #include "cli/commands.h"
+#include "cli/output_paths.h"
+#include "cli/flag_checks.h"
 #include "cli/plots.h"
 #include "engine/atomic_file.h"
 #include "engine/error.h"
@@ -25,6 +27,7 @@ struct PlanOptions {
   peft::SweepGrid grid;
   peft::SweepSettings settings;
   std::string out;
+  OutputFlags output;
 };
 
 // Extra arguments go to finetune unchanged; each flag among them must be one of its flags.
@@ -40,6 +43,8 @@ void check_extra_args(const std::vector<std::string>& extras, const CLI::App& fi
 void write_plan(const PlanOptions& options) {
   const peft::SweepPlan plan = peft::make_sweep_plan(options.grid, options.settings, options.out);
   const std::string path = (fs::path(options.out) / "plan.json").string();
+  CommandOutputs outputs(options.output);
+  outputs.file("--out", path, true).check_and_lock();  // an existing plan: checked below
   const std::string text = peft::sweep_plan_json(plan).dump(2) + "\n";
   if (fs::exists(path)) {
     std::ifstream in(path);
@@ -50,6 +55,7 @@ void write_plan(const PlanOptions& options) {
   }
   fs::create_directories(fs::path(options.out) / "runs");
   write_file_atomically(path, text);
+  print_wrote("plan", path);
   std::printf("sweep plan: %zu runs (%zu components x %zu optimizers x %zu learning rates x %zu seeds) in %s\n",
               plan.runs.size(), plan.grid.components.size(), plan.grid.optimizers.size(), plan.grid.lrs.size(),
               plan.grid.seeds.size(), path.c_str());
@@ -78,7 +84,10 @@ void run_shard(const std::string& plan_path, const std::string& shard_text) {
     std::fflush(stdout);
     const auto start = std::chrono::steady_clock::now();
     fs::create_directories(fs::path(run.output).parent_path());
-    const int status = wait_for(start_vitune(run.args, run.id, run.output));
+    // Shards share the runs folder, each run its own files; a run not finished is redone.
+    std::vector<std::string> args = run.args;
+    args.insert(args.end(), {"--overwrite", "--no-lock"});
+    const int status = wait_for(start_vitune(args, run.id, run.output));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::string outcome;
     if (status == 0 && peft::run_finished(run)) {
@@ -109,16 +118,19 @@ void run_shard(const std::string& plan_path, const std::string& shard_text) {
   }
 }
 
-void write_report(const std::string& plan_path, std::string out) {
+void write_report(const std::string& plan_path, std::string out, const OutputFlags& flags) {
   const peft::SweepPlan plan = peft::load_sweep_plan(plan_path);
   if (out.empty()) out = (fs::path(plan.dir) / "report").string();
+  const std::string json = (fs::path(out) / "report.json").string(), markdown = (fs::path(out) / "report.md").string();
+  CommandOutputs outputs(flags);
+  outputs.input(plan_path).file("--out", json).file("--out", markdown).check_and_lock();
   const peft::SweepReport report = peft::build_sweep_report(plan);
-  fs::create_directories(out);
-  write_file_atomically((fs::path(out) / "report.json").string(), peft::sweep_report_json(report).dump(2) + "\n");
-  write_file_atomically((fs::path(out) / "report.md").string(), peft::sweep_report_markdown(report));
-  const std::vector<std::string> charts = write_sweep_charts(report, out);
-  std::printf("sweep report: %zu of %zu runs finished; report.json, report.md and %zu charts in %s\n",
-              report.finished, report.planned, charts.size(), out.c_str());
+  write_file_atomically(json, peft::sweep_report_json(report).dump(2) + "\n");
+  write_file_atomically(markdown, peft::sweep_report_markdown(report));
+  std::printf("sweep report: %zu of %zu runs finished\n", report.finished, report.planned);
+  print_wrote("report", json);
+  print_wrote("report", markdown);
+  for (const std::string& chart : write_sweep_charts(report, out)) print_wrote("chart", chart);
 }
 
 void add_plan_command(CLI::App& sweep, const CLI::App& app) {
@@ -137,21 +149,41 @@ void add_plan_command(CLI::App& sweep, const CLI::App& app) {
       ->capture_default_str();
   plan->add_option("--optimizers", g.optimizers, "Comma list of sgd, adamw")->delimiter(',')->capture_default_str();
   plan->add_option("--lrs", g.lrs, "Comma list of learning rates (SGD's; AdamW uses each times --adamw-lr-factor)")
+      ->check(positive_number())
       ->delimiter(',')
       ->capture_default_str();
-  plan->add_option("--seeds", g.seeds, "Comma list of seeds")->delimiter(',')->capture_default_str();
-  plan->add_option("--adamw-lr-factor", g.adamw_lr_factor, "AdamW learning rate = lr x this")->capture_default_str();
-  plan->add_option("--steps", s.steps, "Optimizer steps per run (overrides --epochs)")->capture_default_str();
-  plan->add_option("--epochs", s.epochs, "Epochs per run when --steps is 0")->capture_default_str();
-  plan->add_option("--warmup-steps", s.warmup_steps, "Linear warmup steps of the cosine schedule")
+  plan->add_option("--seeds", g.seeds, "Comma list of seeds")
+      ->check(seed_value())
+      ->delimiter(',')
       ->capture_default_str();
-  plan->add_option("--batch-size", s.batch_size, "Training batch size")->capture_default_str();
-  plan->add_option("--clip", s.clip_norm, "Gradient clipping to this global norm (0: off)")->capture_default_str();
-  plan->add_option("--momentum", s.momentum, "SGD momentum")->capture_default_str();
-  plan->add_option("--weight-decay", s.weight_decay, "Weight decay of both optimizers")->capture_default_str();
+  plan->add_option("--adamw-lr-factor", g.adamw_lr_factor, "AdamW learning rate = lr x this")
+      ->check(positive_number())
+      ->capture_default_str();
+  plan->add_option("--steps", s.steps, "Optimizer steps per run (overrides --epochs)")
+      ->check(integer_from(0))
+      ->capture_default_str();
+  plan->add_option("--epochs", s.epochs, "Epochs per run when --steps is 0")
+      ->check(number_from(0))
+      ->capture_default_str();
+  plan->add_option("--warmup-steps", s.warmup_steps, "Linear warmup steps of the cosine schedule")
+      ->check(integer_from(0))
+      ->capture_default_str();
+  plan->add_option("--batch-size", s.batch_size, "Training batch size")->check(integer_from(1))->capture_default_str();
+  plan->add_option("--clip", s.clip_norm, "Gradient clipping to this global norm (0: off)")
+      ->check(number_from(0))
+      ->capture_default_str();
+  plan->add_option("--momentum", s.momentum, "SGD momentum")->check(number_in(0.0, 1.0))->capture_default_str();
+  plan->add_option("--weight-decay", s.weight_decay, "Weight decay of both optimizers")
+      ->check(number_from(0))
+      ->capture_default_str();
   plan->add_option("--schedule", s.schedule, "Learning-rate schedule")->capture_default_str();
-  plan->add_option("--log-every", s.log_every, "Steps between log lines (the report's curves)")->capture_default_str();
-  plan->add_option("--threads-per-run", s.threads_per_run, "Worker threads of each finetune")->capture_default_str();
+  plan->add_option("--log-every", s.log_every, "Steps between log lines (the report's curves)")
+      ->check(integer_from(0))
+      ->capture_default_str();
+  plan->add_option("--threads-per-run", s.threads_per_run, "Worker threads of each finetune")
+      ->check(integer_in(1, 1024))
+      ->capture_default_str();
+  options->output.add_to(*plan);
   plan->allow_extras();
   plan->callback([options, plan, &app] {
     options->settings.extra_args = plan->remaining();
@@ -178,10 +210,12 @@ void add_sweep_command(CLI::App& app) {
 
   auto report_plan = std::make_shared<std::string>();
   auto report_out = std::make_shared<std::string>();
+  auto report_flags = std::make_shared<OutputFlags>();
   CLI::App* report = sweep->add_subcommand("report", "Tables, statistics and charts of the finished runs of a plan");
   report->add_option("--plan", *report_plan, "The plan.json that `sweep plan` wrote")->required();
   report->add_option("--out", *report_out, "Folder for report.json, report.md and the charts (default: <sweep>/report)");
-  report->callback([report_plan, report_out] { write_report(*report_plan, *report_out); });
+  report_flags->add_to(*report);
+  report->callback([report_plan, report_out, report_flags] { write_report(*report_plan, *report_out, *report_flags); });
 }
 
 }  // namespace vitune::cli

@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <memory>
 
+#include "cli/flag_checks.h"
 #include "cli/commands.h"
 #include "cli/device_options.h"
 #include "cli/model_options.h"
+#include "cli/output_paths.h"
 #include "nn/safetensors.h"
 
 namespace vitune::cli {
@@ -19,6 +21,7 @@ struct TraceOptions {
   std::string images_path;
   std::string out_path;
   double smoothing = 0.0;
+  OutputFlags output;
 };
 
 // `images` as f32 [B, C, H, W]: f32 as stored, u8 as value / 255, f16/bf16/f64 converted.
@@ -53,6 +56,8 @@ Tensor read_labels(const nn::SafetensorsFile& file, int64_t batch, int64_t class
 }
 
 void run_trace(const TraceOptions& options) {
+  CommandOutputs outputs(options.output);
+  outputs.input(options.model.path).input(options.images_path).file("--out", options.out_path).check_and_lock();
   const Device device = options.device.select();
   nn::LoadedVit loaded = options.model.load_model(device);
   nn::VisionTransformer& model = *loaded.model;
@@ -83,7 +88,7 @@ void run_trace(const TraceOptions& options) {
                 long(images.dim(0)), options.smoothing);
   }
   nn::write_safetensors(options.out_path, out, {{"model", options.model.path}, {"images", options.images_path}});
-  std::printf("wrote %zu tensors to %s\n", out.size(), options.out_path.c_str());
+  print_wrote(cat("trace (", out.size(), " tensors)"), options.out_path);
 }
 
 }  // namespace
@@ -102,7 +107,8 @@ void add_trace_command(CLI::App& app) {
       ->required();
   command->add_option("--out", options->out_path, "Output safetensors file")->required();
   command->add_option("--label-smoothing", options->smoothing, "Label smoothing of the loss")
-      ->check(CLI::Range(0.0, 0.999));
+      ->check(number_in(0.0, 0.999));
+  options->output.add_to(*command);
   command->callback([options] { run_trace(*options); });
 }
 

@@ -52,10 +52,22 @@ void StepTimer::step_done(int64_t step) {
 
 double StepTimer::mean_seconds() const { return timed_ > 0 ? total_seconds_ / double(timed_) : 0.0; }
 
+CommandOutputs check_training_outputs(const RunOptions& options, const std::vector<std::string>& inputs) {
+  const OutputOptions& out = options.output;
+  VITUNE_CHECK(!out.resume || !out.checkpoint.empty(), "--resume needs --checkpoint");
+  CommandOutputs outputs(out.flags);
+  for (const std::string& input : inputs) outputs.input(input);
+  outputs.file("--out", out.model_out, out.resume)
+      .file("--checkpoint", out.checkpoint, out.resume)
+      .file("--log", out.log, out.resume)
+      .file("--results", out.results, out.resume);
+  outputs.check_and_lock();
+  return outputs;
+}
+
 void train_and_report(const std::string& command, nn::VisionTransformer& model, const RunOptions& options,
                       nlohmann::ordered_json results) {
   const OutputOptions& out = options.output;
-  VITUNE_CHECK(!out.resume || !out.checkpoint.empty(), "--resume needs --checkpoint");
   const Device device = model.device();
   OpenedData train = open_training_data(options.data, model.config(), out.seed);
   OpenedData eval;
@@ -90,6 +102,9 @@ void train_and_report(const std::string& command, nn::VisionTransformer& model, 
   const bool merge_lora = model.has_lora();
   if (merge_lora) model.merge_lora();
   nn::save_vit(out.model_out, model, {{"data", train.canonical_spec}});
+  print_wrote(merge_lora ? "model (LoRA merged into the weights)" : "model", out.model_out);
+  if (!out.checkpoint.empty()) print_wrote("checkpoint", out.checkpoint);
+  if (!out.log.empty()) print_wrote("log", out.log);
   results["config"] = nlohmann::ordered_json::parse(model.config().to_json());
   results["data"] = train.canonical_spec;
   results["train_examples"] = train.dataset->size();
@@ -121,9 +136,8 @@ void train_and_report(const std::string& command, nn::VisionTransformer& model, 
               command.c_str(), (long long)trainable, (long long)total,
               100.0 * double(trainable) / double(std::max<int64_t>(1, total)), device.str().c_str(),
               double(peak_bytes) / (1 << 20), step_timer.mean_seconds());
-  std::printf("%s: %lld steps in %.1f s (%.0f images/s); model written to %s%s\n", command.c_str(),
-              (long long)(config.steps - first_step), seconds, images_per_second, out.model_out.c_str(),
-              merge_lora ? " (LoRA merged into the weights)" : "");
+  std::printf("%s: %lld steps in %.1f s (%.0f images/s)\n", command.c_str(), (long long)(config.steps - first_step),
+              seconds, images_per_second);
 }
 
 }  // namespace vitune::cli

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "cli/device_options.h"
 #include "cli/run_options.h"
@@ -29,6 +30,11 @@ struct RunOptions {
   // --tf32 both, it is "bf16-autocast" (and "tf32": true says the rest ran in TF32).
   std::string precision() const;
 };
+
+// A training run's outputs (--out, --checkpoint, --log, --results) checked and their
+// folders locked before any work; with --resume they continue the run and may exist.
+// `inputs` are the files the run reads.
+CommandOutputs check_training_outputs(const RunOptions& options, const std::vector<std::string>& inputs);
 
 // `results` comes in with the command's own fields and goes out with the rest. The model
 // was built on --device (RunOptions::device.select()) and trains there.

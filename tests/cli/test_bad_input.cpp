@@ -213,7 +213,7 @@ TEST_F(BadInput, BadDatasetSpecs) {
 TEST_F(BadInput, BadFlags) {
   std::vector<std::string> arguments = tiny_pretrain(spec());
   arguments.insert(arguments.end(), {"--steps", "-3", "--out", path("unused.safetensors")});
-  expect_error(arguments, {"--steps: Value -3 not in range"}, 105);
+  expect_error(arguments, {"--steps: expected a whole number >= 0, got -3"}, 105);
   expect_error({"pretrain", "--data", spec(), "--out", path("unused.safetensors"), "--stepz", "3"},
                {"The following arguments were not expected: 3 --stepz"}, 109);
   const std::vector<std::string> small{"pretrain", "--data", spec(), "--img-size", "8", "--batch-size", "8",

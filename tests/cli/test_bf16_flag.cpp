@@ -20,10 +20,11 @@ std::string temp(const std::string& name) { return ::testing::TempDir() + "/bf16
 
 TEST(Bf16Flag, PretrainAndFinetuneRunUnderAutocastAndSaySo) {
   if (!fashion_mnist_installed()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
-  CliResult plain = run_vitune("pretrain --data " + kTrain + kCommon + " --out " + temp("fp32.safetensors") +
+  CliResult plain = run_vitune("pretrain --data " + kTrain + kCommon + " --overwrite --out " +
+                               temp("fp32.safetensors") +
                                " --results " + temp("fp32.json"));
   ASSERT_EQ(plain.status, 0) << plain.output;
-  CliResult bf16 = run_vitune("pretrain --data " + kTrain + kCommon + " --bf16 --out " +
+  CliResult bf16 = run_vitune("pretrain --data " + kTrain + kCommon + " --bf16 --overwrite --out " +
                               temp("bf16.safetensors") + " --results " + temp("bf16.json"));
   ASSERT_EQ(bf16.status, 0) << bf16.output;
   EXPECT_EQ(read_json(temp("fp32.json"))["precision"], "fp32");
@@ -38,7 +39,7 @@ TEST(Bf16Flag, PretrainAndFinetuneRunUnderAutocastAndSaySo) {
   EXPECT_TRUE(tensors_close(w_bf16, w_fp32, {1e-2, 0.0}));  // three small steps apart only
 
   CliResult fine = run_vitune("finetune --model " + temp("bf16.safetensors") + " --data " + kTrain +
-                              " --batch-size 16 --loader-threads 1 --steps 2 --train head --bf16 --out " +
+                              " --batch-size 16 --loader-threads 1 --steps 2 --train head --bf16 --overwrite --out " +
                               temp("fine.safetensors") + " --results " + temp("fine.json"));
   ASSERT_EQ(fine.status, 0) << fine.output;
   EXPECT_EQ(read_json(temp("fine.json"))["precision"], "bf16-autocast");

@@ -54,6 +54,17 @@ TEST(DemoCommand, RunsEveryStepAndWritesTheTableAndCharts) {
   for (const char* file : {"demo.md", "plasticity.json", "plasticity.svg", "accuracy.svg", "loss.svg"}) {
     EXPECT_TRUE(std::filesystem::exists(out + "/" + file)) << file;
   }
+  for (const char* file : {"demo.md", "demo.json", "accuracy.svg", "loss.svg"}) {
+    EXPECT_NE(demo.output.find("wrote report " + out + "/" + file + "\n"), std::string::npos) << demo.output;
+  }
+
+  // Its folder now holds a finished demo: a second one there is refused before any step.
+  const std::string before = read_raw(out + "/demo.json");
+  CliResult again = run_vitune("demo --model " + kModel + demo_flags(out));
+  EXPECT_EQ(again.status, 1);
+  EXPECT_NE(again.output.find("--out: the folder " + out + " holds files already; pass --overwrite"),
+            std::string::npos) << again.output;
+  EXPECT_EQ(read_raw(out + "/demo.json"), before);
 }
 
 TEST(DemoCommand, AFailingStepStopsItNamingTheStepAndItsLog) {

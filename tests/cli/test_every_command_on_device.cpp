@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -72,13 +73,36 @@ std::string substitute(std::string text, Device device, const std::string& folde
   return text + " --device " + device.str();
 }
 
-// Runs every command on `device` into `folder`; a failure names the command.
+// The files a command line writes into the output folder: each word "{O}/name" that
+// follows an output flag.
+std::vector<std::string> outputs_of(const std::string& arguments, const std::string& folder) {
+  std::vector<std::string> files;
+  std::istringstream words(arguments);
+  std::string flag, word;
+  while (words >> word) {
+    if (word.rfind("{O}/", 0) == 0 && flag != "--anchor" && flag != "--mask" && flag != "--model" &&
+        flag != "--delta") {
+      files.push_back(folder + word.substr(3));
+    }
+    flag = word;
+  }
+  return files;
+}
+
+// Runs every command on `device` into `folder`; a failure names the command. Each
+// command says where it wrote each of its outputs.
 void run_every_command(Device device, const std::string& folder) {
   std::filesystem::remove_all(folder);
   std::filesystem::create_directories(folder);
   for (const Command& command : every_command()) {
     const CliResult run = run_vitune(substitute(command.arguments, device, folder));
     ASSERT_EQ(run.status, 0) << command.name << " on " << device.str() << ":\n" << run.output;
+    for (const std::string& file : outputs_of(command.arguments, folder)) {
+      const size_t end = run.output.find(" " + file + "\n");
+      const size_t line = end == std::string::npos ? end : run.output.rfind('\n', end) + 1;
+      EXPECT_TRUE(end != std::string::npos && run.output.compare(line, 6, "wrote ") == 0)
+          << command.name << " does not say that it wrote " << file << ":\n" << run.output;
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 // Faults that must lose nothing, on the built `vitune`: training runs killed (SIGKILL)
 // at random moments and resumed end with the bits of a run never interrupted, and the
-// checkpoint, model and results files are never seen half-written; a full disk (a
+// checkpoint, model and results files are never seen half-written, and no temporary
+// file or stale lock is left in the output folder at the end; a full disk (a
 // file-size limit on the child) fails with a clear error and leaves the previous files
 // as they were; a NaN in a weight is reported with the parameter's name.
 #include <nlohmann/json.hpp>
@@ -69,7 +70,7 @@ void expect_whole_files(const std::string& checkpoint, const std::string& model,
 TEST(Faults, KilledRunsResumeToTheBitsOfAnUninterruptedRun) {
   const std::string folder = temp_folder("kill");
   const std::string spec = write_tiny_idx(folder + "/data");
-  const std::vector<std::string> run = plus(tiny_pretrain(spec), {"--steps", "24", "--checkpoint-every", "1"});
+  const std::vector<std::string> run = plus(tiny_pretrain(spec), {"--steps", "96", "--checkpoint-every", "1"});
   const std::string log = folder + "/output.txt";
 
   const auto started = std::chrono::steady_clock::now();
@@ -81,15 +82,17 @@ TEST(Faults, KilledRunsResumeToTheBitsOfAnUninterruptedRun) {
   const std::string model = folder + "/run.safetensors";
   const std::string results = folder + "/run.json";
   std::mt19937 random(7);  // fixed, so a failure repeats
-  std::uniform_real_distribution<double> kill_after(0.0, straight_seconds);
-  int kills = 0;
+  // Up to a third of the straight run: most tries are killed, each a little further on.
+  std::uniform_real_distribution<double> kill_after(0.0, straight_seconds / 3);
+  int kills = 0, kills_after_a_checkpoint = 0;
   bool finished = false;
-  for (int attempt = 0; attempt < 12 && !finished; ++attempt) {
+  for (int attempt = 0; attempt < 40 && !finished; ++attempt) {
     std::vector<std::string> arguments =
         plus(run, {"--checkpoint", checkpoint, "--out", model, "--results", results});
-    if (std::filesystem::exists(checkpoint)) arguments.push_back("--resume");
+    const bool resuming = std::filesystem::exists(checkpoint);
+    if (resuming) arguments.push_back("--resume");
     const pid_t pid = start_vitune(arguments, log);
-    const double delay = attempt < 10 ? kill_after(random) : -1;  // the last tries run to the end
+    const double delay = attempt < 36 ? kill_after(random) : -1;  // the last tries run to the end
     if (delay >= 0) {
       std::this_thread::sleep_for(std::chrono::duration<double>(delay));
       ::kill(pid, SIGKILL);
@@ -98,6 +101,7 @@ TEST(Faults, KilledRunsResumeToTheBitsOfAnUninterruptedRun) {
     const std::string when = cat("after attempt ", attempt, " (killed after ", delay, " s)");
     if (result.signal == SIGKILL) {
       ++kills;
+      kills_after_a_checkpoint += resuming;
     } else {
       ASSERT_EQ(result.exit_status, 0) << when << ": " << result.output;
       finished = true;
@@ -105,8 +109,15 @@ TEST(Faults, KilledRunsResumeToTheBitsOfAnUninterruptedRun) {
     expect_whole_files(checkpoint, model, results, when);
   }
   ASSERT_TRUE(finished);
-  EXPECT_GE(kills, 1) << "no run was killed before it finished (each took under " << straight_seconds << " s)";
+  EXPECT_GE(kills, 4) << "few runs were killed before they finished (each took under " << straight_seconds << " s)";
+  EXPECT_GE(kills_after_a_checkpoint, 2) << "few resumed runs were killed";
   EXPECT_TRUE(same_bits(model, folder + "/straight.safetensors")) << kills << " kills";
+  // Neither the temporary files of the killed writes nor the killed runs' locks are left.
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    const std::string name = entry.path().filename().string();
+    EXPECT_EQ(name.find(".tmp."), std::string::npos) << "left behind: " << entry.path();
+    EXPECT_EQ(name.find(".vitune"), std::string::npos) << "left behind: " << entry.path();
+  }
   std::filesystem::remove_all(folder);
 }
 
@@ -117,7 +128,8 @@ TEST(Faults, AFullDiskFailsClearlyAndKeepsThePreviousFiles) {
   const std::string model = folder + "/model.safetensors";
   const std::string results = folder + "/results.json";
   const std::string log = folder + "/output.txt";
-  const std::vector<std::string> outputs{"--checkpoint", checkpoint, "--out", model, "--results", results};
+  const std::vector<std::string> outputs{"--checkpoint", checkpoint, "--out", model, "--results", results,
+                                         "--overwrite"};
   ChildResult first = run_vitune_args(plus(plus(tiny_pretrain(spec), {"--steps", "2"}), outputs), log);
   ASSERT_EQ(first.exit_status, 0) << first.output;
   const std::string checkpoint_before = read_bytes(checkpoint), model_before = read_bytes(model),
@@ -135,7 +147,7 @@ TEST(Faults, AFullDiskFailsClearlyAndKeepsThePreviousFiles) {
 
   // Without a checkpoint the model file is the first to be written.
   ChildResult full_model = run_vitune_args(
-      plus(tiny_pretrain(spec), {"--steps", "3", "--out", model, "--results", results}), log, 8192);
+      plus(tiny_pretrain(spec), {"--steps", "3", "--out", model, "--results", results, "--overwrite"}), log, 8192);
   EXPECT_EQ(full_model.exit_status, 1) << full_model.output;
   EXPECT_NE(full_model.output.find("cannot write safetensors file '" + model + "': " + std::strerror(EFBIG)),
             std::string::npos)

@@ -36,12 +36,13 @@ class SelectionCommands : public ::testing::Test {
     write_cifar(temp("pre.bin"), 12, 0, 256, 1);
     write_cifar(temp("task.bin"), 10, 60, 200, 2);
     CliResult anchor = run_vitune("anchor --model " + model() + " --data cifar10:" + temp("pre.bin") +
-                                  " --batch-size 5 --loader-threads 1 --out " + temp("anchor.safetensors"));
+                                  " --batch-size 5 --loader-threads 1 --overwrite --out " + temp("anchor.safetensors"));
     ASSERT_EQ(anchor.status, 0) << anchor.output;
   }
   static std::string model() { return data_path("tiny_vit.safetensors"); }
   static std::string select(const std::string& method, const std::string& out, const std::string& extra) {
-    return "select --method " + method + " --model " + model() + " --k 3 --loader-threads 1 --out " + temp(out) +
+    return "select --method " + method + " --model " + model() + " --k 3 --loader-threads 1 --overwrite --out " +
+        temp(out) +
            " " + extra;
   }
   static std::string gdfps(const std::string& out, int batch) {
@@ -78,7 +79,7 @@ TEST_F(SelectionCommands, MaskDoesNotDependOnTheBatchSize) {
   ASSERT_EQ(run_vitune(gdfps("batch7.safetensors", 7)).status, 0);
   EXPECT_EQ(read_raw(temp("batch1.safetensors")), read_raw(temp("batch7.safetensors")));
   CliResult compare = run_vitune("compare-masks " + temp("batch1.safetensors") + " " + temp("batch7.safetensors") +
-                                 " --json " + temp("same.json"));
+                                 " --overwrite --json " + temp("same.json"));
   ASSERT_EQ(compare.status, 0) << compare.output;
   EXPECT_EQ(read_json(temp("same.json"))["ratio"], 1.0);
   EXPECT_NE(compare.output.find("100.00%"), std::string::npos) << compare.output;
@@ -89,7 +90,8 @@ TEST_F(SelectionCommands, RandomSelectionFollowsItsSeed) {
   ASSERT_EQ(run_vitune(select("random", "r1b.safetensors", "--seed 1")).status, 0);
   ASSERT_EQ(run_vitune(select("random", "r2.safetensors", "--seed 2")).status, 0);
   EXPECT_EQ(read_raw(temp("r1.safetensors")), read_raw(temp("r1b.safetensors")));
-  ASSERT_EQ(run_vitune("compare-masks " + temp("r1.safetensors") + " " + temp("r2.safetensors") + " --json " +
+  ASSERT_EQ(run_vitune("compare-masks " + temp("r1.safetensors") + " " + temp("r2.safetensors") +
+                       " --overwrite --json " +
                        temp("random.json"))
                 .status,
             0);
@@ -104,12 +106,12 @@ TEST_F(SelectionCommands, RefusesAnotherModelsAnchorAndMask) {
   nn::save_vit(temp("other.safetensors"), *other.model);
   CliResult run = run_vitune("select --method gdfps --model " + temp("other.safetensors") + " --anchor " +
                              temp("anchor.safetensors") + " --data cifar10:" + temp("task.bin") +
-                             " --k 3 --out " + temp("bad.safetensors"));
+                             " --k 3 --overwrite --out " + temp("bad.safetensors"));
   EXPECT_NE(run.status, 0);
   EXPECT_NE(run.output.find("backbone hash"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find(temp("anchor.safetensors")), std::string::npos) << run.output;
 
-  ASSERT_EQ(run_vitune("select --method magnitude --k 3 --model " + temp("other.safetensors") + " --out " +
+  ASSERT_EQ(run_vitune("select --method magnitude --k 3 --model " + temp("other.safetensors") + " --overwrite --out " +
                        temp("other_mask.safetensors"))
                 .status,
             0);

@@ -50,7 +50,7 @@ TEST(SparseFinetune, MaskRunChangesExactlyTheSelectionAndItsDeltaRoundTrips) {
   peft::SelectionMask mask = tiny_mask(*base.model);
   peft::save_mask(temp("mask.safetensors"), mask);
   CliResult run = run_vitune("finetune --model " + base_path + " --mask " + temp("mask.safetensors") + kRun +
-                             " --out " + temp("masked.safetensors") + " --results " + temp("masked.json"));
+                             " --overwrite --out " + temp("masked.safetensors") + " --results " + temp("masked.json"));
   ASSERT_EQ(run.status, 0) << run.output;
   EXPECT_NE(run.output.find("parameters trainable"), std::string::npos) << run.output;
   const int64_t selected = mask.selected_count();
@@ -82,14 +82,14 @@ TEST(SparseFinetune, MaskRunChangesExactlyTheSelectionAndItsDeltaRoundTrips) {
   }
 
   CliResult exported = run_vitune("export-delta --base " + base_path + " --model " + temp("masked.safetensors") +
-                                  " --out " + temp("delta.safetensors"));
+                                  " --overwrite --out " + temp("delta.safetensors"));
   ASSERT_EQ(exported.status, 0) << exported.output;
   nn::SafetensorsFile delta = nn::read_safetensors(temp("delta.safetensors"));
   EXPECT_EQ(delta.at("indices:" + kQkv).numel(), selected);
   EXPECT_EQ(delta.at("whole:head.weight").shape(), Shape({5, 32}));
   EXPECT_EQ(delta.metadata.at("changed_entries"), std::to_string(selected + 96));
   CliResult applied = run_vitune("apply-delta --base " + base_path + " --delta " + temp("delta.safetensors") +
-                                 " --out " + temp("rebuilt.safetensors"));
+                                 " --overwrite --out " + temp("rebuilt.safetensors"));
   ASSERT_EQ(applied.status, 0) << applied.output;
   nn::SafetensorsFile rebuilt = nn::read_safetensors(temp("rebuilt.safetensors"));
   ASSERT_EQ(rebuilt.names, after.names);
@@ -97,7 +97,7 @@ TEST(SparseFinetune, MaskRunChangesExactlyTheSelectionAndItsDeltaRoundTrips) {
 
   // The delta refuses a base it was not made against.
   CliResult wrong = run_vitune("apply-delta --base " + temp("masked.safetensors") + " --delta " +
-                               temp("delta.safetensors") + " --out " + temp("wrong.safetensors"));
+                               temp("delta.safetensors") + " --overwrite --out " + temp("wrong.safetensors"));
   EXPECT_NE(wrong.status, 0);
   EXPECT_NE(wrong.output.find("backbone hash"), std::string::npos) << wrong.output;
   EXPECT_FALSE(std::ifstream(temp("wrong.safetensors")).good());
@@ -107,7 +107,8 @@ TEST(SparseFinetune, LoraRunSavesAPlainVitThatEvalLoads) {
   if (!fashion_mnist_installed()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   const std::string base_path = data_path("tiny_vit.safetensors");
   CliResult run = run_vitune("finetune --model " + base_path + " --lora 2 --lora-targets qkv,fc1 --lora-alpha 4" +
-                             kRun + " --out " + temp("lora.safetensors") + " --results " + temp("lora.json"));
+                             kRun + " --overwrite --out " + temp("lora.safetensors") + " --results " +
+                                 temp("lora.json"));
   ASSERT_EQ(run.status, 0) << run.output;
   const int64_t adapters = 2 * 2 * ((32 + 96) + (32 + 128));  // blocks x rank x (in + out), qkv and fc1
   nlohmann::json results = read_json(temp("lora.json"));
@@ -130,7 +131,8 @@ TEST(SparseFinetune, LoraRunSavesAPlainVitThatEvalLoads) {
 }
 
 TEST(SparseFinetune, ConflictingFlagsAreClearErrors) {
-  const std::string base = " --model " + data_path("tiny_vit.safetensors") + kRun + " --out " + temp("x.safetensors");
+  const std::string base = " --model " + data_path("tiny_vit.safetensors") + kRun + " --overwrite --out " +
+      temp("x.safetensors");
   struct Case {
     std::string flags, message;
   };

@@ -11,7 +11,7 @@ namespace {
 TEST(TraceCommand, OutputMatchesPyTorchTensorByTensor) {
   std::string out = ::testing::TempDir() + "/trace.safetensors";
   CliResult r = run_vitune("trace --model " + data_path("tiny_vit.safetensors") + " --images " +
-                        data_path("tiny_images.safetensors") + " --out " + out);
+                        data_path("tiny_images.safetensors") + " --overwrite --out " + out);
   ASSERT_EQ(r.status, 0) << r.output;
   nn::SafetensorsFile trace = nn::read_safetensors(out);
   nn::SafetensorsFile golden = nn::read_safetensors(data_path("tiny_trace.safetensors"));

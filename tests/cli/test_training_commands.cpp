@@ -23,7 +23,8 @@ std::string temp(const std::string& name) { return ::testing::TempDir() + "/cmd_
 TEST(TrainingCommands, PretrainFinetuneEvalWriteTheirResults) {
   if (!fashion_mnist_installed()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   CliResult pre = run_vitune("pretrain --data " + kTrain + " --eval-data " + kTest + kTiny +
-                             " --steps 6 --out " + temp("pre.safetensors") + " --results " + temp("pre.json") +
+                             " --steps 6 --overwrite --out " + temp("pre.safetensors") + " --results " +
+                                 temp("pre.json") +
                              " --log " + temp("pre.jsonl") + " --log-every 2");
   ASSERT_EQ(pre.status, 0) << pre.output;
   nlohmann::json results = read_json(temp("pre.json"));
@@ -42,7 +43,7 @@ TEST(TrainingCommands, PretrainFinetuneEvalWriteTheirResults) {
 
   CliResult fine = run_vitune("finetune --model " + temp("pre.safetensors") + " --data " +
                               "\"fashion-mnist:train?classes=5-9&per_class=8\"" + kLoader +
-                              " --steps 3 --train head --out " + temp("fine.safetensors") + " --results " +
+                              " --steps 3 --train head --overwrite --out " + temp("fine.safetensors") + " --results " +
                               temp("fine.json"));
   ASSERT_EQ(fine.status, 0) << fine.output;
   nlohmann::json fine_results = read_json(temp("fine.json"));
@@ -50,7 +51,7 @@ TEST(TrainingCommands, PretrainFinetuneEvalWriteTheirResults) {
   EXPECT_EQ(fine_results["trainable_parameters"], 16 * 5 + 5);  // the fresh head only
 
   CliResult eval = run_vitune("eval --model " + temp("pre.safetensors") + " --data " + kTest +
-                              " --results " + temp("eval.json"));
+                              " --overwrite --results " + temp("eval.json"));
   ASSERT_EQ(eval.status, 0) << eval.output;
   EXPECT_EQ(read_json(temp("eval.json"))["eval"]["examples"], 64);
 }
@@ -60,8 +61,8 @@ TEST(TrainingCommands, ResumeFromTheCheckpointEqualsAStraightRun) {
   // A constant schedule, so that the learning rate does not depend on --steps: the first
   // half below is then exactly the straight run stopped after 4 steps.
   std::string common = "pretrain --data " + kTrain + kTiny + " --flip --optimizer sgd --lr 0.05 --schedule constant --seed 3";
-  ASSERT_EQ(run_vitune(common + " --steps 8 --out " + temp("straight.safetensors")).status, 0);
-  ASSERT_EQ(run_vitune(common + " --steps 4 --checkpoint " + temp("ck.safetensors") + " --out " +
+  ASSERT_EQ(run_vitune(common + " --steps 8 --overwrite --out " + temp("straight.safetensors")).status, 0);
+  ASSERT_EQ(run_vitune(common + " --steps 4 --checkpoint " + temp("ck.safetensors") + " --overwrite --out " +
                        temp("half.safetensors")).status, 0);
   CliResult resumed = run_vitune(common + " --steps 8 --checkpoint " + temp("ck.safetensors") + " --resume --out " +
                                  temp("resumed.safetensors"));
@@ -76,7 +77,8 @@ TEST(TrainingCommands, ResumeFromTheCheckpointEqualsAStraightRun) {
 
 TEST(TrainingCommands, UnknownComponentsAndSpecsAreClearErrors) {
   CliResult bad_train = run_vitune("finetune --model " + data_path("tiny_vit.safetensors") +
-                                   " --data \"fashion-mnist:train\" --train mlp --out " + temp("x.safetensors"));
+                                   " --data \"fashion-mnist:train\" --train mlp --overwrite --out " +
+                                       temp("x.safetensors"));
   EXPECT_EQ(bad_train.status, 1);
   EXPECT_NE(bad_train.output.find("unknown component 'mlp'"), std::string::npos) << bad_train.output;
   CliResult bad_spec = run_vitune("eval --model " + data_path("tiny_vit.safetensors") + " --data \"mnist:train\"");

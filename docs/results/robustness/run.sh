@@ -15,14 +15,14 @@ mkdir -p "$OUT"
 data() { echo "fashion-mnist:train?classes=5-9&per_class=200&part=0:$1&seed=0"; }
 
 "$VITUNE" anchor --model "$MODEL" --data "fashion-mnist:train?classes=0-4" --images 2000 \
-  --out "$OUT/anchor.safetensors" > "$OUT/anchor.out"
+  --overwrite --out "$OUT/anchor.safetensors" > "$OUT/anchor.out"
 
 select_mask() {  # method seed batch per_class_images name
   extra=""
   [ "$1" = gdfps ] && extra="--anchor $OUT/anchor.safetensors"
   # shellcheck disable=SC2086
   "$VITUNE" select --method "$1" --model "$MODEL" $extra --data "$(data "$4")" --k $K --seed "$2" \
-    --batch-size "$3" --out "$OUT/$5.safetensors" --results "$OUT/$5.json" > "$OUT/$5.out"
+    --batch-size "$3" --overwrite --out "$OUT/$5.safetensors" --results "$OUT/$5.json" > "$OUT/$5.out"
 }
 
 ir() {  # reference other -> percent
