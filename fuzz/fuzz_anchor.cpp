@@ -18,7 +18,7 @@ void write_seed(const std::string& folder) {
   std::vector<float> pixels(2 * 64);
   for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = float(i % 17) / 17.0f - 0.5f;
   vitune::peft::ActivationStats stats(vitune::fuzz::tiny_model());
-  stats.add_batch(vitune::Tensor::from_vector<float>({2, 1, 8, 8}, pixels));
+  stats.add_batch(vitune::Tensor::from_vector<float>({2, 1, 8, 8}, pixels, vitune::Device::cpu()));
   vitune::peft::save_anchor(folder + "/tiny_model_anchor", stats,
                             vitune::peft::backbone_hash(vitune::fuzz::tiny_model()), "idx:images,labels");
 }

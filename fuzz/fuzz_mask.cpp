@@ -15,8 +15,8 @@ namespace {
 // A mask for tiny_model(): three entries of qkv and one of fc1, the head in full.
 void write_seed(const std::string& folder) {
   vitune::peft::SelectionMask mask;
-  mask.selected.emplace_back("blocks.0.attn.qkv.weight", vitune::Tensor::from_vector<int64_t>({3}, {0, 3, 5}));
-  mask.selected.emplace_back("blocks.0.mlp.fc1.weight", vitune::Tensor::from_vector<int64_t>({1}, {1}));
+  mask.selected.emplace_back("blocks.0.attn.qkv.weight", vitune::Tensor::from_vector<int64_t>({3}, {0, 3, 5}, vitune::Device::cpu()));
+  mask.selected.emplace_back("blocks.0.mlp.fc1.weight", vitune::Tensor::from_vector<int64_t>({1}, {1}, vitune::Device::cpu()));
   mask.fully_trainable = {"head.weight", "head.bias"};
   mask.metadata = {{"method", "gdfps"}, {"k", "1"}, {"model_hash", vitune::peft::backbone_hash(vitune::fuzz::tiny_model())}};
   vitune::peft::save_mask(folder + "/tiny_model_mask", mask);

@@ -22,7 +22,7 @@ inline nn::VisionTransformer& tiny_model() {
     config.depth = 1;
     config.heads = 2;
     config.num_classes = 3;
-    auto* vit = new nn::VisionTransformer(config);
+    auto* vit = new nn::VisionTransformer(config, Device::cpu());
     vit->init_weights(1);
     return vit;
   }();
