@@ -176,6 +176,16 @@ Tensor gelu_backward(const Tensor& dy, const Tensor& x) {
   return VITUNE_ON_DEVICE(dy, gelu_backward(dy, x));
 }
 
+Tensor quick_gelu_forward(const Tensor& x) {
+  one_device("quick_gelu_forward", {&x});
+  return VITUNE_ON_DEVICE(x, quick_gelu_forward(x));
+}
+
+Tensor quick_gelu_backward(const Tensor& dy, const Tensor& x) {
+  one_device("quick_gelu_backward", {&dy, &x});
+  return VITUNE_ON_DEVICE(dy, quick_gelu_backward(dy, x));
+}
+
 Tensor attention_forward(const Tensor& qkv, int heads, Tensor& probs) {
   one_device("attention_forward", {&qkv, &probs});
   return VITUNE_ON_DEVICE(qkv, attention_forward(qkv, heads, probs));
