@@ -1,0 +1,91 @@
+// Every checkpoint family tools/make_family_golden.py writes (timm avg pooling with and
+// without fc_norm, no class token, no qkv bias, DINOv2 registers and LayerScale, DeiT
+// distilled, a CLIP port with quick_gelu, open_clip's visual tower, Hugging Face Dinov2
+// and CLIPVision with config.json, big_vision npz prefixes) loads and gives PyTorch's
+// logits within |a - b| <= 1e-5 + 1e-4 |b| (f32), on every device; the cross-entropy
+// gradients saved for some families match within 1e-5 + 1e-3 |b|. The largest logit
+// difference per family is printed (the README's table copies it).
+#include <cstdio>
+
+#include "device_test.h"
+#include "nn/checkpoint.h"
+#include "nn/safetensors.h"
+#include "test_util.h"
+
+namespace vitune::testing {
+namespace {
+
+struct Family {
+  const char* name;      // tests/golden/families/<name>.expected.safetensors
+  const char* weights;   // the checkpoint, relative to tests/golden/families/
+  int heads;             // the --heads a user passes (0: the file or config.json tells)
+  const char* global_pool;
+  const char* act;
+  nn::CheckpointLayout layout;
+};
+
+const Family kFamilies[] = {
+    {"timm_avg_fc_norm", "timm_avg_fc_norm.safetensors", 2, "", "", nn::CheckpointLayout::Timm},
+    {"timm_avg_no_fc_norm", "timm_avg_no_fc_norm.safetensors", 2, "avg", "", nn::CheckpointLayout::Timm},
+    {"timm_no_class_token", "timm_no_class_token.safetensors", 2, "", "", nn::CheckpointLayout::Timm},
+    {"timm_no_qkv_bias", "timm_no_qkv_bias.safetensors", 2, "", "", nn::CheckpointLayout::Timm},
+    {"timm_dinov2_reg4", "timm_dinov2_reg4.safetensors", 2, "", "", nn::CheckpointLayout::Timm},
+    {"timm_deit_distilled", "timm_deit_distilled.safetensors", 2, "", "", nn::CheckpointLayout::Timm},
+    {"timm_clip_quickgelu", "timm_clip_quickgelu.safetensors", 2, "", "quick_gelu", nn::CheckpointLayout::Timm},
+    {"open_clip_visual", "open_clip_visual.safetensors", 2, "", "quick_gelu", nn::CheckpointLayout::OpenClip},
+    {"hf_dinov2", "hf_dinov2/model.safetensors", 0, "", "", nn::CheckpointLayout::HuggingFace},
+    {"hf_clip_vision", "hf_clip_vision/model.safetensors", 0, "", "", nn::CheckpointLayout::HuggingFace},
+    {"big_vision_params", "big_vision_params.npz", 0, "", "", nn::CheckpointLayout::GoogleNpz},
+    {"big_vision_opt_target", "big_vision_opt_target.npz", 0, "", "", nn::CheckpointLayout::GoogleNpz},
+};
+
+std::string family_path(const std::string& name) { return data_path("families/" + name); }
+
+nn::LoadedVit load(const Family& f, Device device) {
+  nn::LoadOptions options;
+  options.heads = f.heads;
+  options.global_pool = f.global_pool;
+  options.act = f.act;
+  return nn::load_vit(family_path(f.weights), device, options);
+}
+
+class CheckpointFamilies : public OnDevice {};
+
+TEST_P(CheckpointFamilies, LogitsMatchPyTorch) {
+  for (const Family& f : kFamilies) {
+    nn::LoadedVit loaded = load(f, device());
+    EXPECT_EQ(loaded.layout, f.layout) << f.name;
+    nn::SafetensorsFile golden = nn::read_safetensors(family_path(std::string(f.name) + ".expected.safetensors"));
+    autograd::NoGradGuard no_grad;
+    Tensor logits = loaded.model->forward(autograd::Variable(golden.at("images").clone().to(device()))).value();
+    EXPECT_TRUE(tensors_close(logits, golden.at("logits"), kF32Forward, f.name));
+    if (device() == Device::cpu()) {
+      std::printf("family %-22s max |logit - PyTorch| %.2e\n", f.name, max_difference(logits, golden.at("logits")));
+    }
+  }
+}
+
+TEST_P(CheckpointFamilies, GradientsThroughLayerScaleAvgPoolAndDistillationMatchPyTorch) {
+  int checked = 0;
+  for (const Family& f : kFamilies) {
+    nn::SafetensorsFile golden = nn::read_safetensors(family_path(std::string(f.name) + ".expected.safetensors"));
+    nn::LoadedVit loaded = load(f, device());
+    Tensor labels = Tensor::from_vector<int64_t>({2}, {1, 3}, Device::cpu()).to(device());
+    autograd::Variable loss = autograd::cross_entropy(
+        loaded.model->forward(autograd::Variable(golden.at("images").clone().to(device()))), labels);
+    autograd::backward(loss);
+    for (const std::string& name : golden.names) {
+      if (name.rfind("grad.", 0) != 0) continue;
+      const std::string parameter = name.substr(5);
+      EXPECT_TRUE(tensors_close(loaded.model->parameter(parameter).grad(), golden.at(name), kF32Gradient,
+                                std::string(f.name) + " " + name));
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 11) << "gradients saved by tools/make_family_golden.py";
+}
+
+VITUNE_ON_EVERY_DEVICE(CheckpointFamilies);
+
+}  // namespace
+}  // namespace vitune::testing
