@@ -35,6 +35,15 @@ def state(model):
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
+def half(tensors):
+    """float16 copies: the values are float16 already (randomize), so nothing changes."""
+    out = {k: v.half() if isinstance(v, torch.Tensor) else v.astype(np.float16) for k, v in tensors.items()}
+    for k, v in tensors.items():
+        back = out[k].float() if isinstance(v, torch.Tensor) else out[k].astype(np.float32)
+        assert (back == v).all(), k
+    return out
+
+
 def expected(name, images, output, model=None, grads=()):
     """images, the output, and d cross_entropy(output, LABELS) / d p for p in grads."""
     tensors = {"images": images, "logits": output.detach()}
@@ -51,7 +60,7 @@ def timm_family(name, grads=(), **config):
     model = TimmViT(**config)
     randomize(model)
     images = torch.randn(2, 3, 16, 16)
-    write_safetensors(path(name + ".safetensors"), state(model))
+    write_safetensors(path(name + ".safetensors"), half(state(model)))
     expected(name, images, model(images), model, grads)
     return model, images
 
@@ -78,20 +87,20 @@ def main():
     randomize(port)
     images = torch.randn(2, 3, 16, 16)
     clip_sd = timm_clip_to_open_clip(state(port), 2)
-    visual = OpenClipVisual(16, 4, 32, 2, 2, 8, quick_gelu)
+    visual = OpenClipVisual(16, 4, 32, 2, 2, 2, 8, quick_gelu)
     visual.load_state_dict({k[len("visual."):]: v for k, v in clip_sd.items()})
     embeds = visual(images)
     assert torch.allclose(embeds, port(images), atol=1e-5), "open_clip and timm CLIP port differ"
-    text_tower = {"logit_scale": torch.tensor([4.6052]), "text_projection": torch.randn(32, 8)}
-    write_safetensors(path("open_clip_visual.safetensors"), {**clip_sd, **text_tower})
+    text_tower = {"logit_scale": torch.tensor([4.625]), "text_projection": torch.randn(32, 8).half().float()}
+    write_safetensors(path("open_clip_visual.safetensors"), half({**clip_sd, **text_tower}))
     expected("open_clip_visual", images, embeds)
 
     # Hugging Face CLIPVisionModelWithProjection: image_embeds, config.json beside.
     os.makedirs(path("hf_clip_vision"), exist_ok=True)
-    write_safetensors(path("hf_clip_vision/model.safetensors"), timm_clip_to_hf(state(port), 2))
+    write_safetensors(path("hf_clip_vision/model.safetensors"), half(timm_clip_to_hf(state(port), 2)))
     with open(path("hf_clip_vision/config.json"), "w") as f:
         json.dump({"model_type": "clip_vision_model", "architectures": ["CLIPVisionModelWithProjection"],
-                   "hidden_size": 32, "intermediate_size": 128, "num_attention_heads": 2,
+                   "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 2,
                    "num_hidden_layers": 2, "hidden_act": "quick_gelu", "layer_norm_eps": 1e-5,
                    "image_size": 16, "patch_size": 4, "projection_dim": 8}, f, indent=2)
     expected("hf_clip_vision", images, embeds)
@@ -101,10 +110,10 @@ def main():
     randomize(dino)
     images = torch.randn(2, 3, 16, 16)
     os.makedirs(path("hf_dinov2"), exist_ok=True)
-    write_safetensors(path("hf_dinov2/model.safetensors"), timm_dinov2_to_hf(state(dino), 2))
+    write_safetensors(path("hf_dinov2/model.safetensors"), half(timm_dinov2_to_hf(state(dino), 2)))
     with open(path("hf_dinov2/config.json"), "w") as f:
         json.dump({"model_type": "dinov2", "architectures": ["Dinov2Model"], "hidden_size": 32,
-                   "num_attention_heads": 2, "num_hidden_layers": 2, "mlp_ratio": 4,
+                   "num_attention_heads": 2, "num_hidden_layers": 2, "mlp_ratio": 2,
                    "hidden_act": "gelu", "layer_norm_eps": 1e-6, "image_size": 16, "patch_size": 4,
                    "layerscale_value": 1.0, "qkv_bias": True}, f, indent=2)
     expected("hf_dinov2", images, dino(images))
@@ -122,7 +131,7 @@ def main():
             npz = {BIG_VISION_RENAMES.get(k, k).replace("MultiHeadDotProductAttention_1", "MultiHeadDotProductAttention_0")
                    .replace("MlpBlock_3", "MlpBlock_0").replace("LayerNorm_2", "LayerNorm_1"): v
                    for k, v in npz.items()}
-        np.savez(path(name + ".npz"), **{prefix + k: v for k, v in npz.items()})
+        np.savez(path(name + ".npz"), **{prefix + k: v for k, v in half(npz).items()})
         expected(name, images, model(images))
     for name in sorted(os.listdir(OUT)):
         full = path(name)

@@ -62,7 +62,7 @@ class Block(nn.Module):
         self.attn = Attention(c["dim"], c["heads"], c["qkv_bias"])
         self.ls1 = LayerScale(c["dim"]) if c["layer_scale"] else nn.Identity()
         self.norm2 = nn.LayerNorm(c["dim"], eps=c["ln_eps"])
-        self.mlp = Mlp(c["dim"], 4 * c["dim"], act)
+        self.mlp = Mlp(c["dim"], c["mlp_ratio"] * c["dim"], act)
         self.ls2 = LayerScale(c["dim"]) if c["layer_scale"] else nn.Identity()
 
     def forward(self, x):
@@ -71,7 +71,7 @@ class Block(nn.Module):
 
 
 TIMM_DEFAULTS = {
-    "img_size": 16, "patch": 4, "dim": 32, "depth": 2, "heads": 2, "num_classes": 5,
+    "img_size": 16, "patch": 4, "dim": 32, "depth": 2, "heads": 2, "mlp_ratio": 2, "num_classes": 5,
     "ln_eps": 1e-6, "class_token": True, "reg_tokens": 0, "no_embed_class": False,
     "global_pool": "token", "fc_norm": False, "qkv_bias": True, "layer_scale": False,
     "pre_norm": False, "act": "gelu", "distilled": False, "head_bias": True,
@@ -125,14 +125,14 @@ class OpenClipVisual(nn.Module):
     """open_clip.transformer.VisionTransformer, token pooling, final_ln_after_pool False."""
 
     class ResBlock(nn.Module):
-        def __init__(self, d, heads, act):
+        def __init__(self, d, heads, mlp_ratio, act):
             super().__init__()
             self.ln_1 = nn.LayerNorm(d)
             self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
             self.ln_2 = nn.LayerNorm(d)
             self.mlp = nn.Sequential()
-            self.mlp.add_module("c_fc", nn.Linear(d, 4 * d))
-            self.mlp.add_module("c_proj", nn.Linear(4 * d, d))
+            self.mlp.add_module("c_fc", nn.Linear(d, mlp_ratio * d))
+            self.mlp.add_module("c_proj", nn.Linear(mlp_ratio * d, d))
             self.act = act
 
         def forward(self, x):
@@ -140,7 +140,7 @@ class OpenClipVisual(nn.Module):
             x = x + self.attn(h, h, h, need_weights=False)[0]
             return x + self.mlp.c_proj(self.act(self.mlp.c_fc(self.ln_2(x))))
 
-    def __init__(self, img_size, patch, width, layers, heads, output_dim, act):
+    def __init__(self, img_size, patch, width, layers, heads, mlp_ratio, output_dim, act):
         super().__init__()
         scale = width ** -0.5
         self.conv1 = nn.Conv2d(3, width, patch, stride=patch, bias=False)
@@ -148,7 +148,7 @@ class OpenClipVisual(nn.Module):
         self.positional_embedding = nn.Parameter(scale * torch.randn((img_size // patch) ** 2 + 1, width))
         self.ln_pre = nn.LayerNorm(width)
         self.transformer = nn.Module()
-        self.transformer.resblocks = nn.ModuleList([self.ResBlock(width, heads, act) for _ in range(layers)])
+        self.transformer.resblocks = nn.ModuleList([self.ResBlock(width, heads, mlp_ratio, act) for _ in range(layers)])
         self.ln_post = nn.LayerNorm(width)
         self.proj = nn.Parameter(scale * torch.randn(width, output_dim))
 
@@ -164,7 +164,8 @@ class OpenClipVisual(nn.Module):
 @torch.no_grad()
 def randomize(model):
     """Values that make every path matter: weights N(0, 1/fan_in), biases and tokens
-    0.1 N(0,1), LayerNorm weights and LayerScale gammas 1 + 0.1 N(0,1)."""
+    0.1 N(0,1), LayerNorm weights and LayerScale gammas 1 + 0.1 N(0,1); each rounded to
+    float16, so that the checkpoints can store them as f16 without changing them."""
     for name, param in model.named_parameters():
         noise = torch.randn(param.shape)
         if param.ndim == 1 and ("norm" in name or "ln_" in name or name.endswith("gamma")) and \
@@ -174,6 +175,7 @@ def randomize(model):
             param.copy_(noise / math.sqrt(param[0].numel() if not name.endswith("proj") else param.shape[0]))
         else:
             param.copy_(0.1 * noise)
+        param.copy_(param.half().float())
 
 
 def timm_clip_to_open_clip(timm, depth):
