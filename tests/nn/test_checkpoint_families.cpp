@@ -85,6 +85,64 @@ TEST_P(CheckpointFamilies, GradientsThroughLayerScaleAvgPoolAndDistillationMatch
   EXPECT_EQ(checked, 11) << "gradients saved by tools/make_family_golden.py";
 }
 
+void expect_refused(const std::string& weights, const nn::LoadOptions& options, const std::string& phrase) {
+  try {
+    nn::load_vit(family_path(weights), Device::cpu(), options);
+    ADD_FAILURE() << weights << ": expected an error containing '" << phrase << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(phrase), std::string::npos) << e.what();
+  }
+}
+
+TEST(CheckpointFamilyRefusals, WhatTheTensorsCannotTellIsAskedFor) {
+  // dim 32 is not a multiple of 64 and nothing in or beside the file gives the head count.
+  expect_refused("timm_dinov2_reg4.safetensors", {}, "pass --heads");
+  nn::LoadOptions heads;
+  heads.heads = 2;
+  // open_clip files do not say whether the model runs gelu or quick_gelu.
+  expect_refused("open_clip_visual.safetensors", heads, "pass --act quick_gelu");
+}
+
+TEST(CheckpointFamilyRefusals, TheSourceOfEachGuessableFieldIsReported) {
+  nn::LoadedVit hf = nn::load_vit(family_path("hf_dinov2/model.safetensors"), Device::cpu());
+  EXPECT_EQ(hf.model->config().heads, 2);
+  EXPECT_NE(hf.sources.at("heads").find("config.json"), std::string::npos) << hf.sources.at("heads");
+  EXPECT_NE(hf.sources.at("ln_eps").find("config.json"), std::string::npos) << hf.sources.at("ln_eps");
+  nn::LoadedVit clip = nn::load_vit(family_path("hf_clip_vision/model.safetensors"), Device::cpu());
+  EXPECT_EQ(clip.model->config().act, "quick_gelu");
+  EXPECT_DOUBLE_EQ(clip.model->config().ln_eps, 1e-5);
+
+  // Avg pooling without fc_norm has the tensors of token pooling: without --global-pool
+  // the model runs token pooling and says that it assumed so.
+  nn::LoadOptions heads;
+  heads.heads = 2;
+  nn::LoadedVit assumed = nn::load_vit(family_path("timm_avg_no_fc_norm.safetensors"), Device::cpu(), heads);
+  EXPECT_EQ(assumed.model->config().global_pool, "token");
+  EXPECT_EQ(assumed.sources.at("global_pool").rfind("assumed token", 0), 0u) << assumed.sources.at("global_pool");
+  EXPECT_EQ(assumed.sources.at("heads"), "from --heads");
+  heads.global_pool = "avg";
+  nn::LoadedVit told = nn::load_vit(family_path("timm_avg_no_fc_norm.safetensors"), Device::cpu(), heads);
+  EXPECT_EQ(told.sources.at("global_pool"), "from --global-pool");
+}
+
+TEST(CheckpointFamilyRefusals, AHeadCountAssumedFromDimIsSaidToBeAssumed) {
+  nn::VitConfig config;
+  config.img_size = 8;
+  config.patch = 4;
+  config.dim = 128;
+  config.depth = 1;
+  config.heads = 4;
+  config.num_classes = 3;
+  nn::VisionTransformer model(config, Device::cpu());
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (nn::Parameter* p : model.parameters()) tensors.emplace_back(p->name(), p->value());
+  TempPath file("no_metadata", ".safetensors");
+  nn::write_safetensors(file.str(), tensors);
+  nn::LoadedVit loaded = nn::load_vit(file.str(), Device::cpu());
+  EXPECT_EQ(loaded.model->config().heads, 2);
+  EXPECT_EQ(loaded.sources.at("heads").rfind("assumed dim/64", 0), 0u) << loaded.sources.at("heads");
+}
+
 VITUNE_ON_EVERY_DEVICE(CheckpointFamilies);
 
 }  // namespace
