@@ -21,6 +21,10 @@ void ModelOptions::add_to(CLI::App& command) {
                      "MLP activation: gelu or quick_gelu (default: metadata or config.json, else gelu; "
                      "required for open_clip / OpenAI CLIP files)")
       ->check(CLI::IsMember({"gelu", "quick_gelu"}));
+  command.add_option("--img-size", load.img_size,
+                     "Run the model at this image size: the position embedding is resampled (bicubic, prefix "
+                     "tokens kept, as timm's resample_abs_pos_embed) (default: the checkpoint's size)")
+      ->check(CLI::PositiveNumber);
 }
 
 }  // namespace vitune::cli

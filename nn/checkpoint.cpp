@@ -5,6 +5,7 @@
 #include <cmath>
 #include <regex>
 
+#include "nn/pos_embed_resample.h"
 #include "nn/safetensors.h"
 
 namespace vitune::nn {
@@ -144,6 +145,17 @@ LoadedVit load_vit(const std::string& path, Device device, const LoadOptions& op
   TimmTensors t = read_as_timm(path);
   LoadedVit loaded;
   VitConfig config = infer_config(t, path, options, loaded.sources);
+  if (options.img_size > 0 && options.img_size != config.img_size) {
+    VITUNE_CHECK(options.img_size % config.patch == 0 && options.img_size <= 16384, path, ": --img-size ",
+                 options.img_size, " must be a multiple of the patch size ", config.patch, " up to 16384");
+    const int new_grid = options.img_size / config.patch;
+    loaded.sources["img_size"] = "from --img-size: pos_embed resampled (bicubic) from " +
+                                 std::to_string(config.grid()) + "x" + std::to_string(config.grid()) + " to " +
+                                 std::to_string(new_grid) + "x" + std::to_string(new_grid);
+    t.tensors["pos_embed"] =
+        resample_pos_embed(t.tensors.at("pos_embed"), config.no_embed_class ? 0 : config.prefix_tokens(), new_grid);
+    config.img_size = options.img_size;
+  }
   loaded.model = std::make_unique<VisionTransformer>(config, device);
   loaded.layout = t.layout;
   loaded.path = path;

@@ -17,6 +17,8 @@
 // file, else the layout (npz kernels carry the head count; otherwise dim / 64 when dim
 // is a multiple of 64, said so by `sources`, and an error when it is not). bf16 and f16
 // tensors are converted to f32. A torch pickle is refused with how to convert it.
+// LoadOptions::img_size resamples pos_embed as timm's resample_abs_pos_embed does
+// (nn/pos_embed_resample.h) and `sources["img_size"]` says so.
 // Saving writes the timm layout with `vit_config` in the metadata, atomically.
 #pragma once
 
@@ -36,6 +38,7 @@ struct LoadOptions {
   double ln_eps = 0.0;      // 0: not given
   std::string global_pool;  // "token" or "avg"; empty: not given
   std::string act;          // "gelu" or "quick_gelu"; empty: not given
+  int img_size = 0;         // 0: the checkpoint's; else pos_embed is resampled to this size
 };
 
 struct LoadedVit {

@@ -17,8 +17,8 @@ import torch
 import torch.nn.functional as F
 
 from safetensors_io import write_safetensors
-from vit_families import (OpenClipVisual, TimmViT, quick_gelu, randomize, timm_clip_to_hf,
-                          timm_clip_to_open_clip, timm_dinov2_to_hf)
+from vit_families import (OpenClipVisual, TimmViT, quick_gelu, randomize, resample_abs_pos_embed,
+                          timm_clip_to_hf, timm_clip_to_open_clip, timm_dinov2_to_hf)
 from vit_layouts import timm_to_npz
 
 OUT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "golden",
@@ -62,7 +62,21 @@ def timm_family(name, grads=(), **config):
     images = torch.randn(2, 3, 16, 16)
     write_safetensors(path(name + ".safetensors"), half(state(model)))
     expected(name, images, model(images), model, grads)
-    return model, images
+    return model
+
+
+@torch.no_grad()
+def at_size(name, model, img_size, **overrides):
+    """The model run at img_size with pos_embed resampled as timm does:
+    <name>.at<img_size>.expected.safetensors with images, logits and pos_embed."""
+    resized = TimmViT(**dict(model.c, img_size=img_size, **overrides))
+    sd = state(model)
+    prefix = 0 if model.c["no_embed_class"] else model.prefix
+    sd["pos_embed"] = resample_abs_pos_embed(sd["pos_embed"], (img_size // 4, img_size // 4), prefix)
+    resized.load_state_dict(sd)
+    images = torch.randn(2, 3, img_size, img_size)
+    write_safetensors(path(f"{name}.at{img_size}.expected.safetensors"),
+                      {"images": images, "logits": resized(images), "pos_embed": sd["pos_embed"]})
 
 
 def main():
@@ -71,14 +85,18 @@ def main():
     torch.use_deterministic_algorithms(True)
     os.makedirs(OUT, exist_ok=True)
 
-    timm_family("timm_avg_fc_norm", ["fc_norm.weight", "blocks.1.mlp.fc2.weight", "pos_embed"],
-                global_pool="avg", fc_norm=True)
+    avg = timm_family("timm_avg_fc_norm", ["fc_norm.weight", "blocks.1.mlp.fc2.weight", "pos_embed"],
+                      global_pool="avg", fc_norm=True)
     timm_family("timm_avg_no_fc_norm", ["norm.weight", "blocks.0.attn.qkv.weight"], global_pool="avg")
     timm_family("timm_no_class_token", class_token=False, global_pool="avg", fc_norm=True)
     timm_family("timm_no_qkv_bias", qkv_bias=False)
-    timm_family("timm_dinov2_reg4", ["blocks.0.ls1.gamma", "blocks.1.ls2.gamma", "reg_token", "cls_token"],
-                layer_scale=True, reg_tokens=4, no_embed_class=True)
-    timm_family("timm_deit_distilled", ["head_dist.weight", "dist_token"], distilled=True)
+    dino = timm_family("timm_dinov2_reg4", ["blocks.0.ls1.gamma", "blocks.1.ls2.gamma", "reg_token", "cls_token"],
+                       layer_scale=True, reg_tokens=4, no_embed_class=True)
+    deit = timm_family("timm_deit_distilled", ["head_dist.weight", "dist_token"], distilled=True)
+    # Position embeddings resampled: up (4x4 -> 6x6 patches) and down (4x4 -> 3x3).
+    at_size("timm_avg_fc_norm", avg, 24)
+    at_size("timm_dinov2_reg4", dino, 24)
+    at_size("timm_deit_distilled", deit, 12)
     timm_family("timm_clip_quickgelu", pre_norm=True, act="quick_gelu", ln_eps=1e-5)
 
     # open_clip / OpenAI CLIP visual tower: open_clip's module run on the weights of a timm

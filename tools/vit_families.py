@@ -249,3 +249,13 @@ def timm_clip_to_hf(timm, depth):
                   ("mlp.fc1", "mlp.fc1"), ("mlp.fc2", "mlp.fc2")],
     }))
     return {k: v.contiguous() for k, v in out.items()}
+
+
+def resample_abs_pos_embed(posemb, new_size, num_prefix_tokens=1, antialias=False):
+    """timm.layers.resample_abs_pos_embed (square grids): prefix tokens kept, the patch
+    grid resized with torch's bicubic interpolation."""
+    hw = int(math.sqrt(posemb.shape[1] - num_prefix_tokens))
+    prefix, grid = posemb[:, :num_prefix_tokens], posemb[:, num_prefix_tokens:]
+    grid = grid.reshape(1, hw, hw, -1).permute(0, 3, 1, 2)
+    grid = F.interpolate(grid, size=new_size, mode="bicubic", align_corners=False, antialias=antialias)
+    return torch.cat([prefix, grid.permute(0, 2, 3, 1).reshape(1, -1, posemb.shape[-1])], dim=1)

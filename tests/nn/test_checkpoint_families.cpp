@@ -2,6 +2,7 @@
 // without fc_norm, no class token, no qkv bias, DINOv2 registers and LayerScale, DeiT
 // distilled, a CLIP port with quick_gelu, open_clip's visual tower, Hugging Face Dinov2
 // and CLIPVision with config.json, big_vision npz prefixes) loads and gives PyTorch's
+// (also at another image size, with pos_embed resampled as timm does)
 // logits within |a - b| <= 1e-5 + 1e-4 |b| (f32), on every device; the cross-entropy
 // gradients saved for some families match within 1e-5 + 1e-3 |b|. The largest logit
 // difference per family is printed (the README's table copies it).
@@ -83,6 +84,33 @@ TEST_P(CheckpointFamilies, GradientsThroughLayerScaleAvgPoolAndDistillationMatch
     }
   }
   EXPECT_EQ(checked, 11) << "gradients saved by tools/make_family_golden.py";
+}
+
+// timm's resample_abs_pos_embed: up from a 4x4 grid to 6x6 with one prefix token
+// (class) and with none (registers, no_embed_class), and down to 3x3 with two (DeiT).
+TEST_P(CheckpointFamilies, ResampledPositionEmbeddingsMatchTimm) {
+  const struct {
+    const char* family;
+    int img_size;
+  } cases[] = {{"timm_avg_fc_norm", 24}, {"timm_dinov2_reg4", 24}, {"timm_deit_distilled", 12}};
+  for (const auto& c : cases) {
+    nn::LoadOptions options;
+    options.heads = 2;
+    options.img_size = c.img_size;
+    nn::LoadedVit loaded = nn::load_vit(family_path(std::string(c.family) + ".safetensors"), device(), options);
+    EXPECT_EQ(loaded.model->config().img_size, c.img_size);
+    EXPECT_NE(loaded.sources.at("img_size").find("resampled (bicubic) from 4x4"), std::string::npos);
+    const std::string name = std::string(c.family) + ".at" + std::to_string(c.img_size);
+    nn::SafetensorsFile golden = nn::read_safetensors(family_path(name + ".expected.safetensors"));
+    EXPECT_TRUE(tensors_close(loaded.model->pos_embed.value(), golden.at("pos_embed"), kF32Forward, name));
+    autograd::NoGradGuard no_grad;
+    Tensor logits = loaded.model->forward(autograd::Variable(golden.at("images").clone().to(device()))).value();
+    EXPECT_TRUE(tensors_close(logits, golden.at("logits"), kF32Forward, name));
+    if (device() == Device::cpu()) {
+      std::printf("resampled %-28s max |logit - PyTorch| %.2e\n", name.c_str(),
+                  max_difference(logits, golden.at("logits")));
+    }
+  }
 }
 
 void expect_refused(const std::string& weights, const nn::LoadOptions& options, const std::string& phrase) {
