@@ -331,7 +331,9 @@ std::shared_ptr<Storage> map_file(const std::string& path) {
 
 // torch.save writes a zip archive (PK\3\4) since PyTorch 1.6 and a bare pickle (protocol
 // 2 to 5 opcode 0x80 N) before; neither is safetensors, and reading their first bytes as a
-// header length gives a meaningless number. `bytes` holds at least 8 bytes.
+// header length gives a meaningless number. Called only for a file that does not start
+// like safetensors (a valid header length can begin with the same bytes); `bytes` holds
+// at least 8 bytes.
 void refuse_torch_pickle(const std::string& path, const char* bytes) {
   const bool zip = std::memcmp(bytes, "PK\x03\x04", 4) == 0;
   const bool pickle = uint8_t(bytes[0]) == 0x80 && bytes[1] >= 2 && bytes[1] <= 5;
@@ -357,10 +359,12 @@ SafetensorsFile read_safetensors(const std::string& path) {
   std::shared_ptr<Storage> mapping = map_file(path);
   const char* bytes = static_cast<const char*>(mapping->data());
   const uint64_t file_size = mapping->bytes();
-  refuse_torch_pickle(path, bytes);
 
   uint64_t header_size = 0;
   for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | uint8_t(bytes[i]);
+  if (header_size > kMaxHeaderBytes || header_size > file_size - 8 || header_size == 0 || bytes[8] != '{') {
+    refuse_torch_pickle(path, bytes);
+  }
   if (header_size > kMaxHeaderBytes) {
     fail(path, cat("header length ", header_size, " is larger than the limit of ", kMaxHeaderBytes, " bytes"));
   }

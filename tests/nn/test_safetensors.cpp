@@ -214,6 +214,13 @@ TEST(SafetensorsValidation, TorchPicklesAreNamedWithHowToConvertThem) {
                     {"PyTorch pickle (torch.save legacy pickle", "not safetensors"});
 }
 
+TEST(SafetensorsValidation, AHeaderLengthThatBeginsLikeAPickleIsStillSafetensors) {
+  // 640 = 0x280: the length field starts 0x80 0x02, as a protocol-2 pickle does.
+  TempPath path_file("safetensors_640", ".safetensors");
+  write_raw(path_file.str(), file_bytes("{}" + std::string(638, ' ')));
+  EXPECT_TRUE(read_safetensors(path_file.str()).tensors.empty());
+}
+
 TEST(SafetensorsValidation, Rule3HeaderLengthBeyondFile) {
   expect_read_error("rule3", std::string("\x64\0\0\0\0\0\0\0{\"a\":1}   ", 18),
                     {"header length 100", "larger than the 10 bytes that follow it"});
