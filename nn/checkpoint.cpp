@@ -3,6 +3,7 @@
 #include "nn/checkpoint.h"
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "nn/pos_embed_resample.h"
@@ -113,12 +114,11 @@ VitConfig infer_config(const TimmTensors& t, const std::string& path, const Load
   if (!t.global_pool_hint.empty()) c.global_pool = t.global_pool_hint, sources["global_pool"] = hinted("global_pool");
   auto meta = t.metadata.find("vit_config");
   if (meta != t.metadata.end()) {
-    VitConfig before = c;
     c = VitConfig::from_json(meta->second, path + " (metadata vit_config)", c);
-    if (c.heads != before.heads || meta->second.find("\"heads\"") != std::string::npos) sources["heads"] = "from the vit_config metadata";
-    if (meta->second.find("\"act\"") != std::string::npos) sources["act"] = "from the vit_config metadata";
-    if (meta->second.find("\"ln_eps\"") != std::string::npos) sources["ln_eps"] = "from the vit_config metadata";
-    if (meta->second.find("\"global_pool\"") != std::string::npos) sources["global_pool"] = "from the vit_config metadata";
+    const nlohmann::json fields = nlohmann::json::parse(meta->second);  // an object: from_json checked it
+    for (const char* field : {"heads", "act", "ln_eps", "global_pool"}) {
+      if (fields.contains(field)) sources[field] = "from the vit_config metadata";
+    }
   }
   if (options.heads > 0) c.heads = options.heads, sources["heads"] = "from --heads";
   if (options.ln_eps > 0) c.ln_eps = options.ln_eps, sources["ln_eps"] = "from --ln-eps";
