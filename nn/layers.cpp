@@ -13,14 +13,14 @@ Tensor optional_zeros(bool present, int64_t size, Device device) {
   return present ? Tensor::zeros({size}, DType::F32, device) : Tensor();
 }
 
-void add_if_defined(Parameter& p, std::vector<Parameter*>& out) {
-  if (p.value().defined()) out.push_back(&p);
-}
-
 Variable layer_scaled(const Parameter& gamma, const Variable& x) {
   return gamma.value().defined() ? autograd::mul_channels(x, gamma.var()) : x;
 }
 }  // namespace
+
+void add_if_defined(Parameter& p, std::vector<Parameter*>& out) {
+  if (p.value().defined()) out.push_back(&p);
+}
 
 Linear::Linear(const std::string& prefix, int64_t in_features, int64_t out_features, Device device, bool bias)
     : weight(prefix + ".weight", Tensor::zeros({out_features, in_features}, DType::F32, device)),

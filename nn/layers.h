@@ -22,6 +22,9 @@ namespace vitune::nn {
 
 using autograd::Variable;
 
+// Appends p to `out` unless the module goes without it (an undefined value).
+void add_if_defined(Parameter& p, std::vector<Parameter*>& out);
+
 // Called with each named intermediate of a forward pass ("blocks.0.norm1_out", ...).
 using Observer = std::function<void(const std::string& name, const Tensor& value)>;
 

@@ -15,10 +15,6 @@ std::unique_ptr<LayerNorm> optional_norm(bool present, const std::string& name, 
   return present ? std::make_unique<LayerNorm>(name, c.dim, c.ln_eps, device) : nullptr;
 }
 
-void add_if_defined(Parameter& p, std::vector<Parameter*>& out) {
-  if (p.value().defined()) out.push_back(&p);
-}
-
 // The tokens of `tokens` [1, T, D], in order, before every sequence of x [B, N, D].
 Variable prepend_tokens(const Parameter& tokens, Variable x) {
   const int64_t count = tokens.value().dim(1), dim = tokens.value().dim(2);
