@@ -1,4 +1,4 @@
-// gelu and softmax on the tape.
+// gelu, quick_gelu and softmax on the tape.
 #include "engine/ops.h"
 #include "autograd/functions.h"
 
@@ -10,6 +10,15 @@ Variable gelu(const Variable& x) {
   Tensor y = ops::gelu_forward(x.value());
   return make_result(y, {x}, "gelu", [x](const Tensor& dy) {
     accumulate_grad(x, ops::gelu_backward(dy, x.value()));
+  });
+}
+
+// y = x s(a x) with s the logistic sigmoid and a = 1.702; s' = s (1 - s), so
+// dy/dx = s + a x s (1 - s).
+Variable quick_gelu(const Variable& x) {
+  Tensor y = ops::quick_gelu_forward(x.value());
+  return make_result(y, {x}, "quick_gelu", [x](const Tensor& dy) {
+    accumulate_grad(x, ops::quick_gelu_backward(dy, x.value()));
   });
 }
 

@@ -1,4 +1,4 @@
-// add, add_broadcast_batch, scale and matmul on the tape.
+// add, add_broadcast_batch, scale, mul_channels and matmul on the tape.
 #include "engine/ops.h"
 #include "autograd/functions.h"
 
@@ -40,6 +40,26 @@ Variable add_broadcast_batch(const Variable& x, const Variable& p) {
 Variable scale(const Variable& x, double factor) {
   return make_result(ops::scale(x.value(), factor), {x}, "scale", [x, factor](const Tensor& dy) {
     accumulate_grad(x, ops::scale(dy, factor));
+  });
+}
+
+// y = x * G with G the rows of x each set to gamma:  dx = dy * G,
+// dgamma = sum over rows of dy * x.
+Variable mul_channels(const Variable& x, const Variable& gamma) {
+  const Tensor& xv = x.value();
+  VITUNE_CHECK(gamma.value().ndim() == 1 && xv.ndim() >= 1 && gamma.value().dim(0) == xv.dim(-1),
+               "mul_channels: gamma ", gamma.value().str(), " does not match the last dimension of ", xv.str());
+  Tensor broadcast = Tensor::zeros_like(xv);
+  Tensor broadcast_rows = broadcast.reshape({-1, xv.dim(-1)});
+  ops::add_row_broadcast(broadcast_rows, gamma.value());
+  return make_result(ops::mul(xv, broadcast), {x, gamma}, "mul_channels", [x, gamma, broadcast](const Tensor& dy) {
+    if (needs_grad(x)) accumulate_grad(x, ops::mul(dy, broadcast));
+    GradientSlot dgamma(gamma);
+    if (dgamma.wanted()) {
+      Tensor product = ops::mul(dy, x.value());
+      ops::sum_rows_into(product.reshape({-1, product.dim(-1)}), dgamma.accumulator());
+      dgamma.commit();
+    }
   });
 }
 

@@ -13,6 +13,8 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
 Variable layer_norm(const Variable& x, const Variable& weight, const Variable& bias, double eps);
 // Exact erf GELU.
 Variable gelu(const Variable& x);
+// QuickGELU (OpenAI CLIP): x * sigmoid(1.702 x).
+Variable quick_gelu(const Variable& x);
 // Softmax over the last dimension.
 Variable softmax(const Variable& x);
 // Multi-head self-attention core on timm's fused qkv [B, N, 3D] -> context [B, N, D].
@@ -26,6 +28,8 @@ Variable add(const Variable& a, const Variable& b);
 Variable add_broadcast_batch(const Variable& x, const Variable& p);
 // factor * x.
 Variable scale(const Variable& x, double factor);
+// x * gamma with gamma [D] scaling the last dimension of x (LayerScale).
+Variable mul_channels(const Variable& x, const Variable& gamma);
 // a @ b over the last two dimensions: [M,K] x [K,N] or [S,M,K] x [S,K,N].
 Variable matmul(const Variable& a, const Variable& b);
 
@@ -37,6 +41,8 @@ Variable patchify(const Variable& images, int patch);
 Variable prepend_token(const Variable& token, const Variable& x);
 // Token `index` of every sequence: x [B, N, D] -> [B, D].
 Variable select_token(const Variable& x, int64_t index);
+// The mean of tokens [first, N) of every sequence: x [B, N, D] -> [B, D].
+Variable mean_tokens(const Variable& x, int64_t first);
 
 // The supervised contrastive loss (SupCon, every row an anchor) of features [N, D],
 // typically two views of B images stacked [view1; view2] (N = 2B), with labels i64 [N].

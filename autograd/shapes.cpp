@@ -45,4 +45,33 @@ Variable select_token(const Variable& x, int64_t index) {
                      });
 }
 
+// y[b] = (1/n) sum_{t >= first} x[b, t, :] with n = N - first:
+// dx[b, t, :] = dy[b] / n for t >= first, 0 before.
+Variable mean_tokens(const Variable& x, int64_t first) {
+  const Tensor& xv = x.value();
+  VITUNE_CHECK(xv.ndim() == 3 && first >= 0 && first < xv.dim(1), "mean_tokens: cannot average tokens from ",
+               first, " of ", xv.str());
+  const int64_t batch = xv.dim(0), tokens = xv.dim(1), width = xv.dim(2);
+  const double inverse = 1.0 / double(tokens - first);
+  Tensor x_rows = xv.reshape({batch * tokens, width});
+  Tensor sums = Tensor::zeros({batch, width}, xv.dtype(), xv.device());
+  for (int64_t b = 0; b < batch; ++b) {
+    Tensor row = sums.rows(b, b + 1).reshape({width});
+    ops::sum_rows_into(x_rows.rows(b * tokens + first, (b + 1) * tokens), row);
+  }
+  return make_result(ops::scale(sums, inverse), {x}, "mean_tokens",
+                     [x, first, inverse](const Tensor& dy) {
+                       const Tensor& value = x.value();
+                       const int64_t batch = value.dim(0), tokens = value.dim(1), width = value.dim(2);
+                       Tensor dx = Tensor::zeros_like(value);
+                       Tensor dx_rows = dx.reshape({batch * tokens, width});
+                       Tensor scaled = ops::scale(dy, inverse);
+                       for (int64_t b = 0; b < batch; ++b) {
+                         Tensor block = dx_rows.rows(b * tokens + first, (b + 1) * tokens);
+                         ops::add_row_broadcast(block, scaled.rows(b, b + 1).reshape({width}));
+                       }
+                       accumulate_grad(x, dx);
+                     });
+}
+
 }  // namespace vitune::autograd

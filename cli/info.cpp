@@ -33,7 +33,14 @@ void print_info(const ModelOptions& options) {
               "mlp_ratio %g, num_classes %d, ln_eps %g\n",
               c.img_size, c.patch, c.in_chans, c.dim, c.depth, c.heads, c.mlp_ratio, c.num_classes,
               c.ln_eps);
-  std::printf("tokens      %d (%d patches of %dx%d + cls)\n", c.tokens(), c.num_patches(), c.patch, c.patch);
+  std::printf("family      class_token %s, reg_tokens %d, dist_token %s, global_pool %s, fc_norm %s, qkv_bias %s, "
+              "layer_scale %s, pre_norm %s, act %s, head_bias %s\n",
+              c.class_token ? "yes" : "no", c.reg_tokens, c.dist_token ? "yes" : "no", c.global_pool.c_str(),
+              c.fc_norm ? "yes" : "no", c.qkv_bias ? "yes" : "no", c.init_values > 0 ? "yes" : "no",
+              c.pre_norm ? "yes" : "no", c.act.c_str(), c.head_bias ? "yes" : "no");
+  for (const auto& [field, source] : loaded.sources) std::printf("%-11s %s\n", field.c_str(), source.c_str());
+  std::printf("tokens      %d (%d patches of %dx%d + %d prefix)\n", c.tokens(), c.num_patches(), c.patch, c.patch,
+              c.prefix_tokens());
   std::map<std::string, int> dtype_counts;
   for (const auto& [name, dtype] : loaded.stored_dtypes) ++dtype_counts[dtype_name(dtype)];
   std::string dtypes;
@@ -61,7 +68,7 @@ void print_info(const ModelOptions& options) {
 void add_info_command(CLI::App& app) {
   auto options = std::make_shared<ModelOptions>();
   CLI::App* command = app.add_subcommand("info", "Show a checkpoint's layout, config and parameters per component");
-  command->add_option("model", options->path, "Checkpoint: timm or Hugging Face .safetensors, or Google .npz")
+  command->add_option("model", options->path, "Checkpoint: timm, Hugging Face or open_clip .safetensors, or Google / big_vision .npz")
       ->required();
   options->add_to(*command);
   command->callback([options] { print_info(*options); });

@@ -6,12 +6,26 @@ namespace vitune::cli {
 
 void ModelOptions::add_to(CLI::App& command) {
   command.add_option("--heads", load.heads,
-                     "Attention heads, when neither the checkpoint's vit_config metadata nor its "
-                     "tensors tell (default: from the metadata, npz kernels, or dim/64)")
+                     "Attention heads, when neither the checkpoint's vit_config metadata, config.json "
+                     "beside it nor its tensors tell (default: from those, else dim/64 when dim is a "
+                     "multiple of 64; `info` says which)")
       ->check(integer_from(1));
   command.add_option("--ln-eps", load.ln_eps,
-                     "LayerNorm epsilon (default: metadata, else timm 1e-6, Hugging Face 1e-12, npz 1e-6)")
+                     "LayerNorm epsilon (default: metadata or config.json, else timm 1e-6 (1e-5 with "
+                     "norm_pre), Hugging Face 1e-12, open_clip 1e-5, npz 1e-6)")
       ->check(positive_number());
+  command.add_option("--global-pool", load.global_pool,
+                     "Pooling: token or avg (default: metadata or config.json, else avg when the file has "
+                     "fc_norm or no class token, else token; avg without fc_norm needs this flag)")
+      ->check(CLI::IsMember({"token", "avg"}));
+  command.add_option("--act", load.act,
+                     "MLP activation: gelu or quick_gelu (default: metadata or config.json, else gelu; "
+                     "required for open_clip / OpenAI CLIP files)")
+      ->check(CLI::IsMember({"gelu", "quick_gelu"}));
+  command.add_option("--img-size", load.img_size,
+                     "Run the model at this image size: the position embedding is resampled (bicubic, prefix "
+                     "tokens kept, as timm's resample_abs_pos_embed) (default: the checkpoint's size)")
+      ->check(integer_from(1));
 }
 
 }  // namespace vitune::cli

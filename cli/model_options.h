@@ -1,5 +1,5 @@
 // The flags every command that loads a model shares: the checkpoint path and what its
-// tensors cannot tell (--heads, --ln-eps).
+// tensors cannot tell (--heads, --ln-eps, --global-pool, --act) and --img-size.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -14,7 +14,7 @@ struct ModelOptions {
   std::string path;
   nn::LoadOptions load;
 
-  // Adds --heads and --ln-eps to `command`; the model path is added by the caller
+  // Adds --heads, --ln-eps, --global-pool, --act and --img-size to `command`; the model path is added by the caller
   // (positional for info, --model for the rest).
   void add_to(CLI::App& command);
   // The checkpoint, built on `device`.

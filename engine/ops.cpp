@@ -177,6 +177,16 @@ Tensor gelu_backward(const Tensor& dy, const Tensor& x) {
   return VITUNE_ON_DEVICE(dy, gelu_backward(dy, x));
 }
 
+Tensor quick_gelu_forward(const Tensor& x) {
+  one_device("quick_gelu_forward", {&x});
+  return VITUNE_ON_DEVICE(x, quick_gelu_forward(x));
+}
+
+Tensor quick_gelu_backward(const Tensor& dy, const Tensor& x) {
+  one_device("quick_gelu_backward", {&dy, &x});
+  return VITUNE_ON_DEVICE(dy, quick_gelu_backward(dy, x));
+}
+
 // The FLOPs of one attention product over qkv [B, T, 3D] (the backend has checked the
 // shape): every head's [T, dh] x [dh, T] (or [T, T] x [T, dh]) product, summed over the
 // heads, is 2 * B * T * T * D.

@@ -35,17 +35,20 @@ int block_of(const std::string& name) {
 
 Component component_of(const std::string& name) {
   auto starts = [&](const char* prefix) { return name.rfind(prefix, 0) == 0; };
-  if (starts("patch_embed.") || name == "cls_token" || name == "pos_embed") return Component::Emb;
-  if (starts("norm.")) return Component::Norm;
-  if (starts("head.")) return Component::Head;
+  if (starts("patch_embed.") || starts("norm_pre.") || name == "cls_token" || name == "reg_token" ||
+      name == "dist_token" || name == "pos_embed") {
+    return Component::Emb;
+  }
+  if (starts("norm.") || starts("fc_norm.")) return Component::Norm;
+  if (starts("head.") || starts("head_dist.")) return Component::Head;
   if (block_of(name) >= 0) {
     std::string rest = name.substr(name.find('.', 7) + 1);
     auto in = [&](const char* prefix) { return rest.rfind(prefix, 0) == 0; };
     if (in("norm1.")) return Component::LN1;
-    if (in("attn.")) return Component::MHA;
+    if (in("attn.") || in("ls1.")) return Component::MHA;
     if (in("norm2.")) return Component::LN2;
     if (in("mlp.fc1.")) return Component::FC1;
-    if (in("mlp.fc2.")) return Component::FC2;
+    if (in("mlp.fc2.") || in("ls2.")) return Component::FC2;
   }
   throw Error(cat("parameter '", name, "' belongs to no ViT component"));
 }

@@ -1,6 +1,7 @@
 // The component taxonomy of a ViT's parameters, as the plasticity paper cuts a model:
-// emb (patch embedding, cls token, position embedding), ln1, mha, ln2, fc1, fc2 (per
-// block), norm (the final LayerNorm) and head.
+// emb (patch embedding, prefix tokens, position embedding, norm_pre), ln1, mha (with
+// LayerScale ls1), ln2, fc1, fc2 (with ls2) per block, norm (the final LayerNorm or
+// fc_norm) and head (with head_dist).
 #pragma once
 
 #include <string>

@@ -7,20 +7,33 @@ namespace {
 void notify(const Observer& observe, const std::string& name, const Variable& v) {
   if (observe) observe(name, v.value());
 }
+
+// A parameter that exists when `present`: zeros [size], else an undefined tensor.
+Tensor optional_zeros(bool present, int64_t size, Device device) {
+  return present ? Tensor::zeros({size}, DType::F32, device) : Tensor();
+}
+
+Variable layer_scaled(const Parameter& gamma, const Variable& x) {
+  return gamma.value().defined() ? autograd::mul_channels(x, gamma.var()) : x;
+}
 }  // namespace
 
-Linear::Linear(const std::string& prefix, int64_t in_features, int64_t out_features, Device device)
+void add_if_defined(Parameter& p, std::vector<Parameter*>& out) {
+  if (p.value().defined()) out.push_back(&p);
+}
+
+Linear::Linear(const std::string& prefix, int64_t in_features, int64_t out_features, Device device, bool bias)
     : weight(prefix + ".weight", Tensor::zeros({out_features, in_features}, DType::F32, device)),
-      bias(prefix + ".bias", Tensor::zeros({out_features}, DType::F32, device)) {}
+      bias(prefix + ".bias", optional_zeros(bias, out_features, device)) {}
 
 Variable Linear::forward(const Variable& x) const {
-  Variable y = autograd::linear(x, weight.var(), bias.var());
+  Variable y = autograd::linear(x, weight.var(), bias.value().defined() ? bias.var() : Variable());
   return lora ? autograd::add(y, lora->forward(x)) : y;
 }
 
 void Linear::parameters(std::vector<Parameter*>& out) {
   out.push_back(&weight);
-  out.push_back(&bias);
+  add_if_defined(bias, out);
   if (lora) lora->parameters(out);
 }
 
@@ -51,8 +64,9 @@ void LayerNorm::parameters(std::vector<Parameter*>& out) {
   out.push_back(&bias);
 }
 
-MultiHeadAttention::MultiHeadAttention(const std::string& prefix, int64_t dim, int heads, Device device)
-    : qkv(prefix + ".qkv", dim, 3 * dim, device), proj(prefix + ".proj", dim, dim, device), heads(heads) {}
+MultiHeadAttention::MultiHeadAttention(const std::string& prefix, int64_t dim, int heads, Device device,
+                                       bool qkv_bias)
+    : qkv(prefix + ".qkv", dim, 3 * dim, device, qkv_bias), proj(prefix + ".proj", dim, dim, device), heads(heads) {}
 
 Variable MultiHeadAttention::forward(const Variable& x, const Observer& observe,
                                      const std::string& ctx_name) const {
@@ -74,19 +88,22 @@ void Mlp::parameters(std::vector<Parameter*>& out) {
   fc2.parameters(out);
 }
 
-Block::Block(const std::string& prefix, int64_t dim, int heads, int64_t hidden, double eps, Device device)
+Block::Block(const std::string& prefix, const VitConfig& config, Device device)
     : prefix(prefix),
-      norm1(prefix + ".norm1", dim, eps, device),
-      attn(prefix + ".attn", dim, heads, device),
-      norm2(prefix + ".norm2", dim, eps, device),
-      mlp(prefix + ".mlp", dim, hidden, device) {}
+      norm1(prefix + ".norm1", config.dim, config.ln_eps, device),
+      attn(prefix + ".attn", config.dim, config.heads, device, config.qkv_bias),
+      ls1(prefix + ".ls1.gamma", optional_zeros(config.init_values > 0, config.dim, device)),
+      norm2(prefix + ".norm2", config.dim, config.ln_eps, device),
+      mlp(prefix + ".mlp", config.dim, config.hidden(), device),
+      ls2(prefix + ".ls2.gamma", optional_zeros(config.init_values > 0, config.dim, device)),
+      quick_gelu(config.act == "quick_gelu") {}
 
 Variable Block::forward(const Variable& x, const Observer& observe) const {
   const std::string p = prefix + ".";
   notify(observe, p + "norm1_in", x);
   Variable h = norm1.forward(x);
   notify(observe, p + "norm1_out", h);
-  Variable attn_out = attn.forward(h, observe, p + "attn_ctx");
+  Variable attn_out = layer_scaled(ls1, attn.forward(h, observe, p + "attn_ctx"));
   notify(observe, p + "attn_out", attn_out);
   Variable mid = autograd::add(x, attn_out);
   notify(observe, p + "norm2_in", mid);
@@ -94,9 +111,9 @@ Variable Block::forward(const Variable& x, const Observer& observe) const {
   notify(observe, p + "norm2_out", h2);
   Variable pre = mlp.fc1.forward(h2);
   notify(observe, p + "fc1_pre", pre);
-  Variable act = autograd::gelu(pre);
+  Variable act = quick_gelu ? autograd::quick_gelu(pre) : autograd::gelu(pre);
   notify(observe, p + "fc1_act", act);
-  Variable fc2_out = mlp.fc2.forward(act);
+  Variable fc2_out = layer_scaled(ls2, mlp.fc2.forward(act));
   notify(observe, p + "fc2_out", fc2_out);
   Variable out = autograd::add(mid, fc2_out);
   notify(observe, p + "block_out", out);
@@ -106,22 +123,25 @@ Variable Block::forward(const Variable& x, const Observer& observe) const {
 void Block::parameters(std::vector<Parameter*>& out) {
   norm1.parameters(out);
   attn.parameters(out);
+  add_if_defined(ls1, out);
   norm2.parameters(out);
   mlp.parameters(out);
+  add_if_defined(ls2, out);
 }
 
-PatchEmbed::PatchEmbed(int64_t in_chans, int patch, int64_t dim, Device device)
+PatchEmbed::PatchEmbed(int64_t in_chans, int patch, int64_t dim, Device device, bool bias)
     : weight("patch_embed.proj.weight", Tensor::zeros({dim, in_chans, patch, patch}, DType::F32, device)),
-      bias("patch_embed.proj.bias", Tensor::zeros({dim}, DType::F32, device)),
+      bias("patch_embed.proj.bias", optional_zeros(bias, dim, device)),
       patch(patch) {}
 
 Variable PatchEmbed::forward(const Variable& images) const {
-  return autograd::linear(autograd::patchify(images, patch), weight.var(), bias.var());
+  return autograd::linear(autograd::patchify(images, patch), weight.var(),
+                          bias.value().defined() ? bias.var() : Variable());
 }
 
 void PatchEmbed::parameters(std::vector<Parameter*>& out) {
   out.push_back(&weight);
-  out.push_back(&bias);
+  add_if_defined(bias, out);
 }
 
 }  // namespace vitune::nn

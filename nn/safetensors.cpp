@@ -329,6 +329,24 @@ std::shared_ptr<Storage> map_file(const std::string& path) {
   return std::make_shared<Storage>(data, size, Device::cpu(), [data, size] { ::munmap(data, size); });
 }
 
+// torch.save writes a zip archive (PK\3\4) since PyTorch 1.6 and a bare pickle (protocol
+// 2 to 5 opcode 0x80 N) before; neither is safetensors, and reading their first bytes as a
+// header length gives a meaningless number. Called only for a file that does not start
+// like safetensors (a valid header length can begin with the same bytes); `bytes` holds
+// at least 8 bytes.
+void refuse_torch_pickle(const std::string& path, const char* bytes) {
+  const bool zip = std::memcmp(bytes, "PK\x03\x04", 4) == 0;
+  const bool pickle = uint8_t(bytes[0]) == 0x80 && bytes[1] >= 2 && bytes[1] <= 5;
+  if (!zip && !pickle) return;
+  fail(path, cat("a PyTorch pickle (torch.save ", zip ? "zip archive" : "legacy pickle",
+                 ", as .pth/.pt/.bin files are), not safetensors; it is not read because unpickling ",
+                 "runs code. Convert it once in Python:\n",
+                 "  import torch, safetensors.torch as st\n",
+                 "  sd = torch.load('model.pth', map_location='cpu', weights_only=True); ",
+                 "st.save_file({k: v.contiguous() for k, v in sd.get('state_dict', sd).items()}, ",
+                 "'model.safetensors')"));
+}
+
 }  // namespace
 
 const Tensor& SafetensorsFile::at(const std::string& name) const {
@@ -344,6 +362,9 @@ SafetensorsFile read_safetensors(const std::string& path) {
 
   uint64_t header_size = 0;
   for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | uint8_t(bytes[i]);
+  if (header_size > kMaxHeaderBytes || header_size > file_size - 8 || header_size == 0 || bytes[8] != '{') {
+    refuse_torch_pickle(path, bytes);
+  }
   if (header_size > kMaxHeaderBytes) {
     fail(path, cat("header length ", header_size, " is larger than the limit of ", kMaxHeaderBytes, " bytes"));
   }

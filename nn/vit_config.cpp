@@ -26,6 +26,14 @@ void VitConfig::validate(const std::string& source) const {
           "positive with dim * mlp_ratio a whole number");
   require(num_classes >= 0 && num_classes <= 1000000, "num_classes", "in [0, 1000000]");
   require(ln_eps > 0 && ln_eps < 1, "ln_eps", "in (0, 1)");
+  require(reg_tokens >= 0 && reg_tokens <= 64, "reg_tokens", "in [0, 64]");
+  require(global_pool == "token" || global_pool == "avg", "global_pool", "\"token\" or \"avg\"");
+  require(global_pool != "token" || class_token, "global_pool",
+          "\"avg\" when there is no class token (token pooling reads the class token)");
+  require(!dist_token || (class_token && global_pool == "token"), "dist_token",
+          "false unless class_token is true and global_pool is \"token\" (DeiT distilled)");
+  require(init_values >= 0 && init_values < 1e3, "init_values", "in [0, 1000) (0: no LayerScale)");
+  require(act == "gelu" || act == "quick_gelu", "act", "\"gelu\" or \"quick_gelu\"");
 }
 
 std::string VitConfig::to_json() const {
@@ -39,40 +47,68 @@ std::string VitConfig::to_json() const {
   j["mlp_ratio"] = mlp_ratio;
   j["num_classes"] = num_classes;
   j["ln_eps"] = ln_eps;
+  j["class_token"] = class_token;
+  j["reg_tokens"] = reg_tokens;
+  j["dist_token"] = dist_token;
+  j["no_embed_class"] = no_embed_class;
+  j["global_pool"] = global_pool;
+  j["fc_norm"] = fc_norm;
+  j["qkv_bias"] = qkv_bias;
+  j["init_values"] = init_values;
+  j["pre_norm"] = pre_norm;
+  j["act"] = act;
+  j["head_bias"] = head_bias;
   return j.dump();
 }
 
 VitConfig VitConfig::from_json(const std::string& text, const std::string& source, VitConfig base) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   VITUNE_CHECK(j.is_object(), source, ": vit_config is not a JSON object: ", text);
+  // Each field's reader, by name: present fields must have the field's JSON type.
+  auto typed = [&](const char* key, bool ok, const char* expected) {
+    VITUNE_CHECK(ok, source, ": vit_config field '", key, "' must be ", expected, ", got ", j[key].dump());
+  };
   auto read_int = [&](const char* key, int& field) {
-    if (!j.contains(key)) return;
-    VITUNE_CHECK(j[key].is_number_integer(), source, ": vit_config field '", key,
-                 "' must be an integer, got ", j[key].dump());
+    typed(key, j[key].is_number_integer(), "an integer");
     field = j[key].get<int>();
   };
   auto read_number = [&](const char* key, double& field) {
-    if (!j.contains(key)) return;
-    VITUNE_CHECK(j[key].is_number(), source, ": vit_config field '", key, "' must be a number, got ",
-                 j[key].dump());
+    typed(key, j[key].is_number(), "a number");
     field = j[key].get<double>();
   };
-  static const char* known[] = {"img_size", "patch", "in_chans", "dim", "depth",
-                                "heads", "mlp_ratio", "num_classes", "ln_eps"};
+  auto read_bool = [&](const char* key, bool& field) {
+    typed(key, j[key].is_boolean(), "true or false");
+    field = j[key].get<bool>();
+  };
+  auto read_string = [&](const char* key, std::string& field) {
+    typed(key, j[key].is_string(), "a string");
+    field = j[key].get<std::string>();
+  };
   for (auto& item : j.items()) {
-    bool ok = false;
-    for (const char* k : known) ok = ok || item.key() == k;
-    VITUNE_CHECK(ok, source, ": vit_config has unknown field '", item.key(), "'");
+    const std::string& k = item.key();
+    const char* key = k.c_str();
+    if (k == "img_size") read_int(key, base.img_size);
+    else if (k == "patch") read_int(key, base.patch);
+    else if (k == "in_chans") read_int(key, base.in_chans);
+    else if (k == "dim") read_int(key, base.dim);
+    else if (k == "depth") read_int(key, base.depth);
+    else if (k == "heads") read_int(key, base.heads);
+    else if (k == "mlp_ratio") read_number(key, base.mlp_ratio);
+    else if (k == "num_classes") read_int(key, base.num_classes);
+    else if (k == "ln_eps") read_number(key, base.ln_eps);
+    else if (k == "class_token") read_bool(key, base.class_token);
+    else if (k == "reg_tokens") read_int(key, base.reg_tokens);
+    else if (k == "dist_token") read_bool(key, base.dist_token);
+    else if (k == "no_embed_class") read_bool(key, base.no_embed_class);
+    else if (k == "global_pool") read_string(key, base.global_pool);
+    else if (k == "fc_norm") read_bool(key, base.fc_norm);
+    else if (k == "qkv_bias") read_bool(key, base.qkv_bias);
+    else if (k == "init_values") read_number(key, base.init_values);
+    else if (k == "pre_norm") read_bool(key, base.pre_norm);
+    else if (k == "act") read_string(key, base.act);
+    else if (k == "head_bias") read_bool(key, base.head_bias);
+    else throw Error(cat(source, ": vit_config has unknown field '", k, "'"));
   }
-  read_int("img_size", base.img_size);
-  read_int("patch", base.patch);
-  read_int("in_chans", base.in_chans);
-  read_int("dim", base.dim);
-  read_int("depth", base.depth);
-  read_int("heads", base.heads);
-  read_number("mlp_ratio", base.mlp_ratio);
-  read_int("num_classes", base.num_classes);
-  read_number("ln_eps", base.ln_eps);
   return base;
 }
 

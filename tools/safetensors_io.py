@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 DTYPE_NAMES = {
+    np.dtype("float16"): "F16",
     np.dtype("float32"): "F32",
     np.dtype("float64"): "F64",
     np.dtype("int64"): "I64",

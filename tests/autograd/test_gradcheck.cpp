@@ -35,6 +35,21 @@ TEST(GradCheck, Gelu) {
   expect_gradients_match([](auto& in) { return ag::gelu(in[0]); }, {input({3, 7}, 12, 2.0)});
 }
 
+TEST(GradCheck, QuickGelu) {
+  expect_gradients_match([](auto& in) { return ag::quick_gelu(in[0]); }, {input({3, 7}, 40, 3.0)});
+}
+
+TEST(GradCheck, MulChannels) {
+  expect_gradients_match([](auto& in) { return ag::mul_channels(in[0], in[1]); },
+                         {input({2, 3, 5}, 41), input({5}, 42)});
+}
+
+TEST(GradCheck, MeanTokens) {
+  for (int64_t first : {0, 2}) {
+    expect_gradients_match([first](auto& in) { return ag::mean_tokens(in[0], first); }, {input({2, 5, 3}, 43)});
+  }
+}
+
 TEST(GradCheck, Softmax) {
   expect_gradients_match([](auto& in) { return ag::softmax(in[0]); }, {input({4, 6}, 13, 2.0)});
 }

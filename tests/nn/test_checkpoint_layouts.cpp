@@ -14,6 +14,13 @@ Tensor logits_of(nn::VisionTransformer& model) {
   return model.forward(reference.images()).value();
 }
 
+nn::LoadOptions heads_and_eps(int heads, double ln_eps) {
+  nn::LoadOptions options;
+  options.heads = heads;
+  options.ln_eps = ln_eps;
+  return options;
+}
+
 void expect_same_model(nn::LoadedVit& loaded) {
   TinyVit reference;
   for (nn::Parameter* p : reference.model().parameters()) {
@@ -23,7 +30,7 @@ void expect_same_model(nn::LoadedVit& loaded) {
 }
 
 TEST(CheckpointLayouts, HuggingFaceNeedsHeadsAndItsOwnEpsilonByDefault) {
-  nn::LoadedVit hf = nn::load_vit(data_path("tiny_vit_hf.safetensors"), Device::cpu(), {4, 0.0});
+  nn::LoadedVit hf = nn::load_vit(data_path("tiny_vit_hf.safetensors"), Device::cpu(), heads_and_eps(4, 0.0));
   EXPECT_EQ(hf.layout, nn::CheckpointLayout::HuggingFace);
   EXPECT_DOUBLE_EQ(hf.model->config().ln_eps, 1e-12);
   // dim 32 is not a multiple of 64: without --heads the error says what to pass.
@@ -36,7 +43,7 @@ TEST(CheckpointLayouts, HuggingFaceNeedsHeadsAndItsOwnEpsilonByDefault) {
 }
 
 TEST(CheckpointLayouts, HuggingFaceLoadsToIdenticalLogits) {
-  nn::LoadedVit hf = nn::load_vit(data_path("tiny_vit_hf.safetensors"), Device::cpu(), {4, 1e-6});
+  nn::LoadedVit hf = nn::load_vit(data_path("tiny_vit_hf.safetensors"), Device::cpu(), heads_and_eps(4, 1e-6));
   expect_same_model(hf);
 }
 
@@ -50,7 +57,7 @@ TEST(CheckpointLayouts, HuggingFaceWithoutPrefixLoadsToIdenticalLogits) {
   TempPath path_file("hf_no_prefix", ".safetensors");
   const std::string& path = path_file.str();
   nn::write_safetensors(path, renamed);
-  nn::LoadedVit hf = nn::load_vit(path, Device::cpu(), {4, 1e-6});
+  nn::LoadedVit hf = nn::load_vit(path, Device::cpu(), heads_and_eps(4, 1e-6));
   expect_same_model(hf);
 }
 
@@ -118,8 +125,9 @@ TEST(CheckpointLayouts, MissingMisshapenAndUnexpectedTensorsAreListed) {
   expect_load_error(misshapen, vit.loaded.metadata, "blocks.1.mlp.fc2.bias is [31], expected [32]");
 
   auto extra = all();
-  extra.emplace_back("dist_token", Tensor::zeros({1, 1, 32}, DType::F32, Device::cpu()));
-  expect_load_error(extra, vit.loaded.metadata, "unexpected dist_token");
+  // timm's qk_norm, which vitune does not run.
+  extra.emplace_back("blocks.0.attn.q_norm.weight", Tensor::zeros({8}, DType::F32, Device::cpu()));
+  expect_load_error(extra, vit.loaded.metadata, "unexpected blocks.0.attn.q_norm.weight");
 
   expect_load_error({{"weights", Tensor::zeros({3}, DType::F32, Device::cpu())}}, {}, "not a ViT checkpoint");
   expect_load_error(all(), {{"vit_config", "{\"heads\": 5}"}}, "heads must be");

@@ -206,6 +206,21 @@ TEST(SafetensorsValidation, Rule2HeaderLengthAboveLimit) {
                     {"header length 100000001", "larger than the limit of 100000000 bytes"});
 }
 
+TEST(SafetensorsValidation, TorchPicklesAreNamedWithHowToConvertThem) {
+  // torch.save since PyTorch 1.6: a zip archive; before: pickle protocol 2 (0x80 0x02).
+  expect_read_error("torch_zip", std::string("PK\x03\x04\x00\x00\x08\x00archive/data.pkl", 24),
+                    {"PyTorch pickle (torch.save zip archive", "st.save_file(", "torch.load("});
+  expect_read_error("torch_legacy", std::string("\x80\x02\x8a\x0al\xfc\x9c" "F\xf9 j\xa8P\x19.", 17),
+                    {"PyTorch pickle (torch.save legacy pickle", "not safetensors"});
+}
+
+TEST(SafetensorsValidation, AHeaderLengthThatBeginsLikeAPickleIsStillSafetensors) {
+  // 640 = 0x280: the length field starts 0x80 0x02, as a protocol-2 pickle does.
+  TempPath path_file("safetensors_640", ".safetensors");
+  write_raw(path_file.str(), file_bytes("{}" + std::string(638, ' ')));
+  EXPECT_TRUE(read_safetensors(path_file.str()).tensors.empty());
+}
+
 TEST(SafetensorsValidation, Rule3HeaderLengthBeyondFile) {
   expect_read_error("rule3", std::string("\x64\0\0\0\0\0\0\0{\"a\":1}   ", 18),
                     {"header length 100", "larger than the 10 bytes that follow it"});

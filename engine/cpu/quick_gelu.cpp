@@ -1,0 +1,64 @@
+// QuickGELU on the host, y = x * sigmoid(1.702 x), and its backward pass.
+#include <cmath>
+
+#include "engine/cpu/check.h"
+#include "engine/ops.h"
+#include "engine/parallel.h"
+
+namespace vitune::cpu {
+
+namespace {
+
+constexpr int64_t kGrain = 4096;
+constexpr double kAlpha = 1.702;
+
+// 1 / (1 + e^-z), computed from e^-|z| so that neither branch overflows.
+template <typename T>
+T sigmoid(T z) {
+  const T e = std::exp(-std::fabs(z));
+  return z >= 0 ? T(1) / (T(1) + e) : e / (T(1) + e);
+}
+
+template <typename T>
+void forward_kernel(const T* x, int64_t n, T* y) {
+  parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) y[i] = x[i] * sigmoid(T(kAlpha) * x[i]);
+  });
+}
+
+// y = x s(a x): dy/dx = s + a x s (1 - s).
+template <typename T>
+void backward_kernel(const T* dy, const T* x, int64_t n, T* dx) {
+  parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const T s = sigmoid(T(kAlpha) * x[i]);
+      dx[i] = dy[i] * (s + T(kAlpha) * x[i] * s * (T(1) - s));
+    }
+  });
+}
+
+}  // namespace
+
+Tensor quick_gelu_forward(const Tensor& x) {
+  const char* op = "quick_gelu_forward";
+  cpu::check_float(x, op);
+  Tensor y(x.shape(), x.dtype(), x.device());
+  cpu::dispatch_float(x, op, [&](auto zero) {
+    using T = decltype(zero);
+    forward_kernel(x.kernel_data<T>(), x.numel(), y.kernel_data<T>());
+  });
+  return y;
+}
+
+Tensor quick_gelu_backward(const Tensor& dy, const Tensor& x) {
+  const char* op = "quick_gelu_backward";
+  cpu::check_output_grad(dy, x, op);
+  Tensor dx(x.shape(), x.dtype(), x.device());
+  cpu::dispatch_float(x, op, [&](auto zero) {
+    using T = decltype(zero);
+    backward_kernel(dy.kernel_data<T>(), x.kernel_data<T>(), x.numel(), dx.kernel_data<T>());
+  });
+  return dx;
+}
+
+}  // namespace vitune::cpu

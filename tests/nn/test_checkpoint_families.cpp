@@ -1,0 +1,177 @@
+// Every checkpoint family tools/make_family_golden.py writes (timm avg pooling with and
+// without fc_norm, no class token, no qkv bias, DINOv2 registers and LayerScale, DeiT
+// distilled, a CLIP port with quick_gelu, open_clip's visual tower, Hugging Face Dinov2
+// and CLIPVision with config.json, big_vision npz prefixes) loads and gives PyTorch's
+// (also at another image size, with pos_embed resampled as timm does)
+// logits within |a - b| <= 1e-5 + 1e-4 |b| (f32), on every device; the cross-entropy
+// gradients saved for some families match within 1e-5 + 1e-3 |b|. The largest logit
+// difference per family is printed (the README's table copies it).
+#include <cstdio>
+
+#include "device_test.h"
+#include "nn/checkpoint.h"
+#include "nn/safetensors.h"
+#include "test_util.h"
+
+namespace vitune::testing {
+namespace {
+
+struct Family {
+  const char* name;      // tests/golden/families/<name>.expected.safetensors
+  const char* weights;   // the checkpoint, relative to tests/golden/families/
+  int heads;             // the --heads a user passes (0: the file or config.json tells)
+  const char* global_pool;
+  const char* act;
+  nn::CheckpointLayout layout;
+};
+
+const Family kFamilies[] = {
+    {"timm_avg_fc_norm", "timm_avg_fc_norm.safetensors", 2, "", "", nn::CheckpointLayout::Timm},
+    {"timm_avg_no_fc_norm", "timm_avg_no_fc_norm.safetensors", 2, "avg", "", nn::CheckpointLayout::Timm},
+    {"timm_no_class_token", "timm_no_class_token.safetensors", 2, "", "", nn::CheckpointLayout::Timm},
+    {"timm_no_qkv_bias", "timm_no_qkv_bias.safetensors", 2, "", "", nn::CheckpointLayout::Timm},
+    {"timm_dinov2_reg4", "timm_dinov2_reg4.safetensors", 2, "", "", nn::CheckpointLayout::Timm},
+    {"timm_deit_distilled", "timm_deit_distilled.safetensors", 2, "", "", nn::CheckpointLayout::Timm},
+    {"timm_clip_quickgelu", "timm_clip_quickgelu.safetensors", 2, "", "quick_gelu", nn::CheckpointLayout::Timm},
+    {"open_clip_visual", "open_clip_visual.safetensors", 2, "", "quick_gelu", nn::CheckpointLayout::OpenClip},
+    {"hf_dinov2", "hf_dinov2/model.safetensors", 0, "", "", nn::CheckpointLayout::HuggingFace},
+    {"hf_clip_vision", "hf_clip_vision/model.safetensors", 0, "", "", nn::CheckpointLayout::HuggingFace},
+    {"big_vision_params", "big_vision_params.npz", 0, "", "", nn::CheckpointLayout::GoogleNpz},
+    {"big_vision_opt_target", "big_vision_opt_target.npz", 0, "", "", nn::CheckpointLayout::GoogleNpz},
+};
+
+std::string family_path(const std::string& name) { return data_path("families/" + name); }
+
+nn::LoadedVit load(const Family& f, Device device) {
+  nn::LoadOptions options;
+  options.heads = f.heads;
+  options.global_pool = f.global_pool;
+  options.act = f.act;
+  return nn::load_vit(family_path(f.weights), device, options);
+}
+
+class CheckpointFamilies : public OnDevice {};
+
+TEST_P(CheckpointFamilies, LogitsMatchPyTorch) {
+  for (const Family& f : kFamilies) {
+    nn::LoadedVit loaded = load(f, device());
+    EXPECT_EQ(loaded.layout, f.layout) << f.name;
+    nn::SafetensorsFile golden = nn::read_safetensors(family_path(std::string(f.name) + ".expected.safetensors"));
+    autograd::NoGradGuard no_grad;
+    Tensor logits = loaded.model->forward(autograd::Variable(golden.at("images").clone().to(device()))).value();
+    EXPECT_TRUE(tensors_close(logits, golden.at("logits"), kF32Forward, f.name));
+    if (device() == Device::cpu()) {
+      std::printf("family %-22s max |logit - PyTorch| %.2e\n", f.name, max_difference(logits, golden.at("logits")));
+    }
+  }
+}
+
+TEST_P(CheckpointFamilies, GradientsThroughLayerScaleAvgPoolAndDistillationMatchPyTorch) {
+  int checked = 0;
+  for (const Family& f : kFamilies) {
+    nn::SafetensorsFile golden = nn::read_safetensors(family_path(std::string(f.name) + ".expected.safetensors"));
+    nn::LoadedVit loaded = load(f, device());
+    Tensor labels = Tensor::from_vector<int64_t>({2}, {1, 3}, Device::cpu()).to(device());
+    autograd::Variable loss = autograd::cross_entropy(
+        loaded.model->forward(autograd::Variable(golden.at("images").clone().to(device()))), labels);
+    autograd::backward(loss);
+    for (const std::string& name : golden.names) {
+      if (name.rfind("grad.", 0) != 0) continue;
+      const std::string parameter = name.substr(5);
+      EXPECT_TRUE(tensors_close(loaded.model->parameter(parameter).grad(), golden.at(name), kF32Gradient,
+                                std::string(f.name) + " " + name));
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 11) << "gradients saved by tools/make_family_golden.py";
+}
+
+// timm's resample_abs_pos_embed: up from a 4x4 grid to 6x6 with one prefix token
+// (class) and with none (registers, no_embed_class), and down to 3x3 with two (DeiT).
+TEST_P(CheckpointFamilies, ResampledPositionEmbeddingsMatchTimm) {
+  const struct {
+    const char* family;
+    int img_size;
+  } cases[] = {{"timm_avg_fc_norm", 24}, {"timm_dinov2_reg4", 24}, {"timm_deit_distilled", 12}};
+  for (const auto& c : cases) {
+    nn::LoadOptions options;
+    options.heads = 2;
+    options.img_size = c.img_size;
+    nn::LoadedVit loaded = nn::load_vit(family_path(std::string(c.family) + ".safetensors"), device(), options);
+    EXPECT_EQ(loaded.model->config().img_size, c.img_size);
+    EXPECT_NE(loaded.sources.at("img_size").find("resampled (bicubic) from 4x4"), std::string::npos);
+    const std::string name = std::string(c.family) + ".at" + std::to_string(c.img_size);
+    nn::SafetensorsFile golden = nn::read_safetensors(family_path(name + ".expected.safetensors"));
+    EXPECT_TRUE(tensors_close(loaded.model->pos_embed.value(), golden.at("pos_embed"), kF32Forward, name));
+    autograd::NoGradGuard no_grad;
+    Tensor logits = loaded.model->forward(autograd::Variable(golden.at("images").clone().to(device()))).value();
+    EXPECT_TRUE(tensors_close(logits, golden.at("logits"), kF32Forward, name));
+    if (device() == Device::cpu()) {
+      std::printf("resampled %-28s max |logit - PyTorch| %.2e\n", name.c_str(),
+                  max_difference(logits, golden.at("logits")));
+    }
+  }
+}
+
+void expect_refused(const std::string& weights, const nn::LoadOptions& options, const std::string& phrase) {
+  try {
+    nn::load_vit(family_path(weights), Device::cpu(), options);
+    ADD_FAILURE() << weights << ": expected an error containing '" << phrase << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(phrase), std::string::npos) << e.what();
+  }
+}
+
+TEST(CheckpointFamilyRefusals, WhatTheTensorsCannotTellIsAskedFor) {
+  // dim 32 is not a multiple of 64 and nothing in or beside the file gives the head count.
+  expect_refused("timm_dinov2_reg4.safetensors", {}, "pass --heads");
+  nn::LoadOptions heads;
+  heads.heads = 2;
+  // open_clip files do not say whether the model runs gelu or quick_gelu.
+  expect_refused("open_clip_visual.safetensors", heads, "pass --act quick_gelu");
+}
+
+TEST(CheckpointFamilyRefusals, TheSourceOfEachGuessableFieldIsReported) {
+  nn::LoadedVit hf = nn::load_vit(family_path("hf_dinov2/model.safetensors"), Device::cpu());
+  EXPECT_EQ(hf.model->config().heads, 2);
+  EXPECT_NE(hf.sources.at("heads").find("config.json"), std::string::npos) << hf.sources.at("heads");
+  EXPECT_NE(hf.sources.at("ln_eps").find("config.json"), std::string::npos) << hf.sources.at("ln_eps");
+  nn::LoadedVit clip = nn::load_vit(family_path("hf_clip_vision/model.safetensors"), Device::cpu());
+  EXPECT_EQ(clip.model->config().act, "quick_gelu");
+  EXPECT_DOUBLE_EQ(clip.model->config().ln_eps, 1e-5);
+
+  // Avg pooling without fc_norm has the tensors of token pooling: without --global-pool
+  // the model runs token pooling and says that it assumed so.
+  nn::LoadOptions heads;
+  heads.heads = 2;
+  nn::LoadedVit assumed = nn::load_vit(family_path("timm_avg_no_fc_norm.safetensors"), Device::cpu(), heads);
+  EXPECT_EQ(assumed.model->config().global_pool, "token");
+  EXPECT_EQ(assumed.sources.at("global_pool").rfind("assumed token", 0), 0u) << assumed.sources.at("global_pool");
+  EXPECT_EQ(assumed.sources.at("heads"), "from --heads");
+  heads.global_pool = "avg";
+  nn::LoadedVit told = nn::load_vit(family_path("timm_avg_no_fc_norm.safetensors"), Device::cpu(), heads);
+  EXPECT_EQ(told.sources.at("global_pool"), "from --global-pool");
+}
+
+TEST(CheckpointFamilyRefusals, AHeadCountAssumedFromDimIsSaidToBeAssumed) {
+  nn::VitConfig config;
+  config.img_size = 8;
+  config.patch = 4;
+  config.dim = 128;
+  config.depth = 1;
+  config.heads = 4;
+  config.num_classes = 3;
+  nn::VisionTransformer model(config, Device::cpu());
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (nn::Parameter* p : model.parameters()) tensors.emplace_back(p->name(), p->value());
+  TempPath file("no_metadata", ".safetensors");
+  nn::write_safetensors(file.str(), tensors);
+  nn::LoadedVit loaded = nn::load_vit(file.str(), Device::cpu());
+  EXPECT_EQ(loaded.model->config().heads, 2);
+  EXPECT_EQ(loaded.sources.at("heads").rfind("assumed dim/64", 0), 0u) << loaded.sources.at("heads");
+}
+
+VITUNE_ON_EVERY_DEVICE(CheckpointFamilies);
+
+}  // namespace
+}  // namespace vitune::testing
