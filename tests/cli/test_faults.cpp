@@ -93,6 +93,13 @@ TEST(Faults, KilledRunsResumeToTheBitsOfAnUninterruptedRun) {
     if (resuming) arguments.push_back("--resume");
     const pid_t pid = start_vitune(arguments, log);
     const double delay = attempt < 36 ? kill_after(random) : -1;  // the last tries run to the end
+    // A first run is killed only once it has written a checkpoint (at most a minute
+    // later), so that however slow the start on a loaded machine, later runs resume.
+    const auto first_wait_ends = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!resuming && delay >= 0 && !std::filesystem::exists(checkpoint) &&
+           std::chrono::steady_clock::now() < first_wait_ends) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
     if (delay >= 0) {
       std::this_thread::sleep_for(std::chrono::duration<double>(delay));
       ::kill(pid, SIGKILL);
