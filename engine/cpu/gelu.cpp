@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "engine/cpu/check.h"
+#include "engine/cpu/unary_op.h"
 #include "engine/cpu/isa.h"
 #include "engine/cpu/vector_math.h"
 #include "engine/ops.h"
@@ -76,27 +76,14 @@ void backward_kernel(const float* dy, const float* x, int64_t n, float* dx) {
 }  // namespace
 
 Tensor gelu_forward(const Tensor& x) {
-  const char* op = "gelu_forward";
-  cpu::check_float(x, op);
-  Tensor y(x.shape(), x.dtype(), x.device());
-  cpu::dispatch_float(x, op, [&](auto zero) {
-    using T = decltype(zero);
-    forward_kernel(x.kernel_data<T>(), x.numel(), y.kernel_data<T>());
-  });
-  return y;
+  return unary_forward(x, "gelu_forward", [](const auto* x, int64_t n, auto* y) { forward_kernel(x, n, y); });
 }
 
 // Backward. y = x Phi(x) with Phi' = phi, the standard normal density
 // phi(x) = exp(-x^2 / 2) / sqrt(2 pi), so dy/dx = Phi(x) + x phi(x) and dx = dy (Phi + x phi).
 Tensor gelu_backward(const Tensor& dy, const Tensor& x) {
-  const char* op = "gelu_backward";
-  cpu::check_output_grad(dy, x, op);
-  Tensor dx(x.shape(), x.dtype(), x.device());
-  cpu::dispatch_float(x, op, [&](auto zero) {
-    using T = decltype(zero);
-    backward_kernel(dy.kernel_data<T>(), x.kernel_data<T>(), x.numel(), dx.kernel_data<T>());
-  });
-  return dx;
+  return unary_backward(dy, x, "gelu_backward",
+                        [](const auto* dy, const auto* x, int64_t n, auto* dx) { backward_kernel(dy, x, n, dx); });
 }
 
 }  // namespace vitune::cpu

@@ -1,7 +1,7 @@
 // QuickGELU on the host, y = x * sigmoid(1.702 x), and its backward pass.
 #include <cmath>
 
-#include "engine/cpu/check.h"
+#include "engine/cpu/unary_op.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
 
@@ -40,25 +40,13 @@ void backward_kernel(const T* dy, const T* x, int64_t n, T* dx) {
 }  // namespace
 
 Tensor quick_gelu_forward(const Tensor& x) {
-  const char* op = "quick_gelu_forward";
-  cpu::check_float(x, op);
-  Tensor y(x.shape(), x.dtype(), x.device());
-  cpu::dispatch_float(x, op, [&](auto zero) {
-    using T = decltype(zero);
-    forward_kernel(x.kernel_data<T>(), x.numel(), y.kernel_data<T>());
-  });
-  return y;
+  return unary_forward(x, "quick_gelu_forward",
+                       [](const auto* x, int64_t n, auto* y) { forward_kernel(x, n, y); });
 }
 
 Tensor quick_gelu_backward(const Tensor& dy, const Tensor& x) {
-  const char* op = "quick_gelu_backward";
-  cpu::check_output_grad(dy, x, op);
-  Tensor dx(x.shape(), x.dtype(), x.device());
-  cpu::dispatch_float(x, op, [&](auto zero) {
-    using T = decltype(zero);
-    backward_kernel(dy.kernel_data<T>(), x.kernel_data<T>(), x.numel(), dx.kernel_data<T>());
-  });
-  return dx;
+  return unary_backward(dy, x, "quick_gelu_backward",
+                        [](const auto* dy, const auto* x, int64_t n, auto* dx) { backward_kernel(dy, x, n, dx); });
 }
 
 }  // namespace vitune::cpu

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "engine/cuda/cuda_context.h"
+#include "engine/cuda/unary_op.cuh"
 #include "engine/ops.h"
 
 namespace vitune::cuda {
@@ -41,34 +42,18 @@ __global__ void backward_kernel(const T* dy, const T* x, int64_t n, T* dx) {
 }  // namespace
 
 Tensor quick_gelu_forward(const Tensor& x) {
-  const char* op = "quick_gelu_forward";
-  check_cuda_float(x, op);
-  const int device = x.device().index;
-  Tensor y(x.shape(), x.dtype(), x.device());
-  const int64_t n = x.numel();
-  if (n == 0) return y;
-  dispatch_float(x, op, [&](auto zero) {
-    using T = decltype(zero);
-    forward_kernel<T><<<blocks_for(n), kThreads, 0, stream(device)>>>(x.kernel_data<T>(), n, y.kernel_data<T>());
+  return unary_forward(x, "quick_gelu_forward", [](const auto* x, int64_t n, auto* y, cudaStream_t on) {
+    forward_kernel<<<blocks_for(n), kThreads, 0, on>>>(x, n, y);
     check_launch("quick_gelu forward_kernel");
   });
-  return y;
 }
 
 Tensor quick_gelu_backward(const Tensor& dy, const Tensor& x) {
-  const char* op = "quick_gelu_backward";
-  check_output_grad(dy, x, op);
-  const int device = same_device({&dy, &x}, op);
-  Tensor dx(x.shape(), x.dtype(), x.device());
-  const int64_t n = x.numel();
-  if (n == 0) return dx;
-  dispatch_float(x, op, [&](auto zero) {
-    using T = decltype(zero);
-    backward_kernel<T><<<blocks_for(n), kThreads, 0, stream(device)>>>(dy.kernel_data<T>(), x.kernel_data<T>(),
-                                                                       n, dx.kernel_data<T>());
-    check_launch("quick_gelu backward_kernel");
-  });
-  return dx;
+  return unary_backward(dy, x, "quick_gelu_backward",
+                        [](const auto* dy, const auto* x, int64_t n, auto* dx, cudaStream_t on) {
+                          backward_kernel<<<blocks_for(n), kThreads, 0, on>>>(dy, x, n, dx);
+                          check_launch("quick_gelu backward_kernel");
+                        });
 }
 
 }  // namespace vitune::cuda

@@ -304,7 +304,7 @@ TEST_F(CudaOps, SoftmaxForwardAndBackward) {
   }
 }
 
-TEST_F(CudaOps, GeluForwardAndBackward) {
+TEST_F(CudaOps, GeluAndQuickGeluForwardAndBackward) {
   for (DType dt : kFloatTypes) {
     for (const Shape& shape : {Shape{100003}, Shape{2, 197, 3072}, Shape{0}}) {
       Tensor x = uniform(shape, dt, 410, -6, 6);
@@ -317,6 +317,11 @@ TEST_F(CudaOps, GeluForwardAndBackward) {
                                   [](OpArgs& a) { return OpOutputs().tensor("y", ops::gelu_forward(a[0])); }));
       EXPECT_TRUE(gpu_matches_cpu(label("gelu_backward", dt, shape), {dy, x}, kTranscendental.of(dt),
                                   [](OpArgs& a) { return OpOutputs().tensor("dx", ops::gelu_backward(a[0], a[1])); }));
+      EXPECT_TRUE(gpu_matches_cpu(label("quick_gelu_forward", dt, shape), {x}, kTranscendental.of(dt),
+                                  [](OpArgs& a) { return OpOutputs().tensor("y", ops::quick_gelu_forward(a[0])); }));
+      EXPECT_TRUE(gpu_matches_cpu(
+          label("quick_gelu_backward", dt, shape), {dy, x}, kTranscendental.of(dt),
+          [](OpArgs& a) { return OpOutputs().tensor("dx", ops::quick_gelu_backward(a[0], a[1])); }));
     }
   }
 }
