@@ -119,6 +119,11 @@ VitConfig infer_config(const TimmTensors& t, const std::string& path, const Load
     for (const char* field : {"heads", "act", "ln_eps", "global_pool"}) {
       if (fields.contains(field)) sources[field] = "from the vit_config metadata";
     }
+    // A vit_config written before act and global_pool existed is from a model that
+    // could only be gelu with token pooling.
+    for (const char* field : {"act", "global_pool"}) {
+      if (!fields.contains(field)) sources[field] = "vitune's only choice when its vit_config metadata was written";
+    }
   }
   if (options.heads > 0) c.heads = options.heads, sources["heads"] = "from --heads";
   if (options.ln_eps > 0) c.ln_eps = options.ln_eps, sources["ln_eps"] = "from --ln-eps";

@@ -151,6 +151,13 @@ TEST(CheckpointFamilyRefusals, TheSourceOfEachGuessableFieldIsReported) {
   heads.global_pool = "avg";
   nn::LoadedVit told = nn::load_vit(family_path("timm_avg_no_fc_norm.safetensors"), Device::cpu(), heads);
   EXPECT_EQ(told.sources.at("global_pool"), "from --global-pool");
+
+  // A vitune checkpoint whose vit_config predates act and global_pool says so.
+  nn::LoadedVit old = nn::load_vit(data_path("tiny_vit.safetensors"), Device::cpu());
+  EXPECT_EQ(old.model->config().global_pool, "token");
+  EXPECT_EQ(old.model->config().act, "gelu");
+  EXPECT_NE(old.sources.at("global_pool").find("vitune's only choice"), std::string::npos);
+  EXPECT_NE(old.sources.at("act").find("vitune's only choice"), std::string::npos);
 }
 
 TEST(CheckpointFamilyRefusals, AHeadCountAssumedFromDimIsSaidToBeAssumed) {
