@@ -70,7 +70,7 @@ CLI::Validator integer_in(int64_t lo, int64_t hi) {
         if (hi == std::numeric_limits<int64_t>::max()) return cat("expected a whole number >= ", lo, ", got ", text);
         return cat("expected a whole number from ", lo, " to ", hi, ", got ", text);
       },
-      cat("INT in [", lo, ", ", hi, "]"));
+      hi == std::numeric_limits<int64_t>::max() ? cat("INT>=", lo) : cat("INT in [", lo, ", ", hi, "]"));
 }
 
 CLI::Validator integer_from(int64_t min) { return integer_in(min, std::numeric_limits<int64_t>::max()); }
