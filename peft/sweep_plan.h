@@ -14,8 +14,8 @@
 namespace vitune::peft {
 
 struct SweepGrid {
-  // ln1, mha, ln2, fc1, fc2 (each with the final norm and the head), all, head (head and norm).
-  std::vector<std::string> components{"ln1", "mha", "ln2", "fc1", "fc2", "all", "head"};
+  // emb, ln1, mha, ln2, fc1, fc2 (each with the final norm and the head), all, head (head and norm).
+  std::vector<std::string> components{"emb", "ln1", "mha", "ln2", "fc1", "fc2", "all", "head"};
   std::vector<std::string> optimizers{"sgd", "adamw"};
   std::vector<double> sgd_lrs{1e-3, 3e-3, 1e-2, 3e-2};
   std::vector<double> adamw_lrs{1e-5, 3e-5, 1e-4, 3e-4};

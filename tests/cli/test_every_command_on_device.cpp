@@ -170,7 +170,7 @@ TEST_P(EveryCommand, RunsAndGivesTheCpuResults) {
       EXPECT_EQ(read_raw(device_path), read_raw(cpu_path)) << file;
     }
   }
-  EXPECT_EQ(files, 23);
+  EXPECT_EQ(files, 24);
   std::filesystem::remove_all(root);
 }
 

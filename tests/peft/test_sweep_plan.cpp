@@ -1,4 +1,4 @@
-// The sweep plan: the paper's grid has 168 runs, each combination once; the finetune
+// The sweep plan: the paper's grid has 192 runs, each combination once; the finetune
 // argument lists are exactly what the protocol says (each optimizer its own rates, the
 // norm and head trained with every component); bad grids are refused; extensions add
 // one rate for one component and optimizer; the plan file reads back equal, and a
@@ -30,16 +30,16 @@ SweepSettings settings() {
 
 TEST(SweepPlan, PaperGridHasEveryCombinationOnce) {
   SweepPlan plan = make_sweep_plan(SweepGrid{}, settings(), "sweep");
-  ASSERT_EQ(plan.runs.size(), 168u);  // 7 components x 2 optimizers x 4 lrs x 3 seeds
+  ASSERT_EQ(plan.runs.size(), 192u);  // 8 components x 2 optimizers x 4 lrs x 3 seeds
   std::set<std::tuple<std::string, std::string, double, uint64_t>> combinations;
   std::set<std::string> ids;
   for (const SweepRun& run : plan.runs) {
     combinations.insert({run.component, run.optimizer, run.lr, run.seed});
     ids.insert(run.id);
   }
-  EXPECT_EQ(combinations.size(), 168u);
-  EXPECT_EQ(ids.size(), 168u);
-  for (const char* component : {"ln1", "mha", "ln2", "fc1", "fc2", "all", "head"}) {
+  EXPECT_EQ(combinations.size(), 192u);
+  EXPECT_EQ(ids.size(), 192u);
+  for (const char* component : {"emb", "ln1", "mha", "ln2", "fc1", "fc2", "all", "head"}) {
     for (double lr : {1e-3, 3e-3, 1e-2, 3e-2}) {
       for (uint64_t seed : {0, 42, 3407}) EXPECT_TRUE(combinations.count({component, "sgd", lr, seed}));
     }
@@ -49,9 +49,10 @@ TEST(SweepPlan, PaperGridHasEveryCombinationOnce) {
   }
   EXPECT_TRUE(ids.count("mha-sgd-lr0.01-s42"));
   EXPECT_TRUE(ids.count("fc1-adamw-lr0.0003-s3407"));
-  EXPECT_EQ(plan.runs[0].results, "sweep/runs/ln1-sgd-lr0.001-s0.json");
-  EXPECT_EQ(plan.runs[0].log, "sweep/runs/ln1-sgd-lr0.001-s0.jsonl");
-  EXPECT_EQ(plan.runs[0].output, "sweep/runs/ln1-sgd-lr0.001-s0.out");
+  EXPECT_EQ(plan.runs[0].results, "sweep/runs/emb-sgd-lr0.001-s0.json");
+  EXPECT_EQ(plan.runs[0].log, "sweep/runs/emb-sgd-lr0.001-s0.jsonl");
+  EXPECT_EQ(plan.runs[0].output, "sweep/runs/emb-sgd-lr0.001-s0.out");
+  EXPECT_EQ(plan.runs[0].args[10], "emb,norm");
 }
 
 const SweepRun& find_run(const SweepPlan& plan, const std::string& id) {
