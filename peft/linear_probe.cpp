@@ -140,7 +140,7 @@ LogisticProbe fit_logistic_probe(const ProbeFeatures& train, int64_t classes, co
     double step = s_history.empty() ? std::min(1.0, 1.0 / std::max(1e-300, std::sqrt(dot(g, g)))) : 1.0;
     double f_candidate = 0;
     bool accepted = false;
-    for (int halvings = 0; halvings < 60 && !accepted; ++halvings, step *= 0.5) {
+    for (int halvings = 0; halvings < 60; ++halvings, step *= 0.5) {
       candidate = x;
       for (size_t i = 0; i < x.size(); ++i) candidate[i] += step * d[i];
       f_candidate = logistic_objective(train, classes, options.c, candidate, &g_candidate);

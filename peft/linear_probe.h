@@ -29,7 +29,7 @@ ProbeFeatures extract_features(const nn::VisionTransformer& model, data::Loader&
 
 struct LogisticOptions {
   double c = 1.0;                // inverse regularisation strength, as scikit-learn's C
-  int64_t max_iterations = 1000;
+  int64_t max_iterations = 10000;
   double tolerance = 1e-7;       // converged when every gradient entry is below this
   int memory = 10;               // L-BFGS's history
 };
