@@ -14,6 +14,7 @@ void add_compare_masks_command(CLI::App& app);
 void add_delta_command(CLI::App& app);
 void add_plasticity_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
+void add_probe_command(CLI::App& app);
 void add_demo_command(CLI::App& app);
 
 void register_commands(CLI::App& app) {
@@ -28,6 +29,7 @@ void register_commands(CLI::App& app) {
   add_delta_command(app);
   add_plasticity_command(app);
   add_sweep_command(app);
+  add_probe_command(app);
   add_demo_command(app);
 }
 

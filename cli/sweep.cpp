@@ -1,11 +1,13 @@
 // `vitune sweep`: component-wise finetuning sweeps. `plan` writes the grid and every
 // run's finetune command to a plan file; `run` runs one shard of it, each run a child
 // vitune process, skipping finished runs; `report` aggregates the finished runs into
-// tables, statistics and charts.
+// tables, statistics and charts; `extend` adds the learning rates beyond the grid's
+// edge where a component's best rate was.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "cli/child_process.h"
 #include "cli/commands.h"
@@ -41,24 +43,35 @@ void check_extra_args(const std::vector<std::string>& extras, const CLI::App& fi
 }
 
 void write_plan(const PlanOptions& options) {
-  const peft::SweepPlan plan = peft::make_sweep_plan(options.grid, options.settings, options.out);
+  peft::SweepPlan plan = peft::make_sweep_plan(options.grid, options.settings, options.out);
   const std::string path = (fs::path(options.out) / "plan.json").string();
   CommandOutputs outputs(options.output);
   outputs.file("--out", path, true).check_and_lock();  // an existing plan: checked below
-  const std::string text = peft::sweep_plan_json(plan).dump(2) + "\n";
   if (fs::exists(path)) {
-    std::ifstream in(path);
-    const std::string existing((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    VITUNE_CHECK(existing == text, path, " already holds a different plan, and the finished runs under ",
+    // The same plan again is fine, with the rates `sweep extend` added to it kept.
+    const peft::SweepPlan existing = peft::load_sweep_plan(path);
+    bool same = true;
+    try {
+      for (const peft::SweepExtension& e : existing.extensions) peft::extend_sweep_plan(plan, e);
+    } catch (const Error&) {
+      same = false;  // the new grid has a rate the old plan added as an extension
+    }
+    VITUNE_CHECK(same && peft::sweep_plan_json(existing) == peft::sweep_plan_json(plan), path,
+                 " already holds a different plan, and the finished runs under ",
                  (fs::path(options.out) / "runs").string(),
                  " belong to it; plan into another folder (or remove this one) to start a new sweep");
   }
   fs::create_directories(fs::path(options.out) / "runs");
-  write_file_atomically(path, text);
+  peft::save_sweep_plan(plan, path);
   print_wrote("plan", path);
-  std::printf("sweep plan: %zu runs (%zu components x %zu optimizers x %zu learning rates x %zu seeds) in %s\n",
-              plan.runs.size(), plan.grid.components.size(), plan.grid.optimizers.size(), plan.grid.lrs.size(),
-              plan.grid.seeds.size(), path.c_str());
+  std::string rates;
+  for (const std::string& optimizer : plan.grid.optimizers) {
+    rates += cat(rates.empty() ? "" : " + ", plan.grid.lrs(optimizer).size(), " ", optimizer);
+  }
+  std::printf("sweep plan: %zu runs (%zu components x (%s) learning rates x %zu seeds%s) in %s\n", plan.runs.size(),
+              plan.grid.components.size(), rates.c_str(), plan.grid.seeds.size(),
+              plan.extensions.empty() ? "" : cat(", and ", plan.extensions.size(), " extensions").c_str(),
+              path.c_str());
   std::printf("run it with `vitune sweep run --plan %s --shard i/n` for i = 0 .. n-1, one shard per core or job\n",
               path.c_str());
 }
@@ -118,19 +131,57 @@ void run_shard(const std::string& plan_path, const std::string& shard_text) {
   }
 }
 
-void write_report(const std::string& plan_path, std::string out, const OutputFlags& flags) {
-  const peft::SweepPlan plan = peft::load_sweep_plan(plan_path);
-  if (out.empty()) out = (fs::path(plan.dir) / "report").string();
+struct ReportOptions {
+  std::string plan, out, probe;
+  OutputFlags output;
+};
+
+void write_report(const ReportOptions& options) {
+  const peft::SweepPlan plan = peft::load_sweep_plan(options.plan);
+  const std::string out = options.out.empty() ? (fs::path(plan.dir) / "report").string() : options.out;
   const std::string json = (fs::path(out) / "report.json").string(), markdown = (fs::path(out) / "report.md").string();
-  CommandOutputs outputs(flags);
-  outputs.input(plan_path).file("--out", json).file("--out", markdown).check_and_lock();
-  const peft::SweepReport report = peft::build_sweep_report(plan);
+  CommandOutputs outputs(options.output);
+  outputs.input(options.plan).input(options.probe).file("--out", json).file("--out", markdown).check_and_lock();
+  std::optional<peft::ProbeBaseline> probe;
+  if (!options.probe.empty()) probe = peft::read_probe_baseline(options.probe, plan.settings);
+  const peft::SweepReport report = peft::build_sweep_report(plan, probe);
   write_file_atomically(json, peft::sweep_report_json(report).dump(2) + "\n");
   write_file_atomically(markdown, peft::sweep_report_markdown(report));
   std::printf("sweep report: %zu of %zu runs finished\n", report.finished, report.planned);
   print_wrote("report", json);
   print_wrote("report", markdown);
   for (const std::string& chart : write_sweep_charts(report, out)) print_wrote("chart", chart);
+  for (const peft::ComponentSummary& s : report.summaries) {
+    if (s.best >= 0 && s.position != peft::BestPosition::Inside) {
+      std::printf("sweep report: WARNING %s\n", peft::edge_warning(s).c_str());
+    }
+  }
+}
+
+// Adds a rate a factor of 3 beyond the edge of each component's grid where its best was.
+void extend_plan(const std::string& plan_path, const OutputFlags& flags) {
+  CommandOutputs outputs(flags);
+  outputs.file("--plan", plan_path, true).check_and_lock();
+  peft::SweepPlan plan = peft::load_sweep_plan(plan_path);
+  const peft::SweepReport report = peft::build_sweep_report(plan);
+  if (report.finished < report.planned) {
+    std::printf("sweep extend: %zu of %zu runs are not finished; the edges are judged on the finished ones\n",
+                report.planned - report.finished, report.planned);
+  }
+  const std::vector<peft::SweepExtension> extensions = peft::sweep_extensions(report);
+  for (const peft::SweepExtension& e : extensions) {
+    peft::extend_sweep_plan(plan, e);
+    std::printf("sweep extend: %s with %s: added learning rate %s (%zu runs)\n", e.component.c_str(),
+                e.optimizer.c_str(), peft::number_text(e.lr).c_str(), plan.grid.seeds.size());
+  }
+  if (extensions.empty()) {
+    std::printf("sweep extend: no best learning rate is at its grid's edge; the plan is unchanged\n");
+    return;
+  }
+  peft::save_sweep_plan(plan, plan_path);
+  print_wrote("plan", plan_path);
+  std::printf("run the shards again: only the %zu new runs run, the finished ones are skipped\n",
+              extensions.size() * plan.grid.seeds.size());
 }
 
 void add_plan_command(CLI::App& sweep, const CLI::App& app) {
@@ -148,16 +199,17 @@ void add_plan_command(CLI::App& sweep, const CLI::App& app) {
       ->delimiter(',')
       ->capture_default_str();
   plan->add_option("--optimizers", g.optimizers, "Comma list of sgd, adamw")->delimiter(',')->capture_default_str();
-  plan->add_option("--lrs", g.lrs, "Comma list of learning rates (SGD's; AdamW uses each times --adamw-lr-factor)")
+  plan->add_option("--sgd-lrs", g.sgd_lrs, "Comma list of SGD's learning rates")
+      ->check(positive_number())
+      ->delimiter(',')
+      ->capture_default_str();
+  plan->add_option("--adamw-lrs", g.adamw_lrs, "Comma list of AdamW's learning rates")
       ->check(positive_number())
       ->delimiter(',')
       ->capture_default_str();
   plan->add_option("--seeds", g.seeds, "Comma list of seeds")
       ->check(seed_value())
       ->delimiter(',')
-      ->capture_default_str();
-  plan->add_option("--adamw-lr-factor", g.adamw_lr_factor, "AdamW learning rate = lr x this")
-      ->check(positive_number())
       ->capture_default_str();
   plan->add_option("--steps", s.steps, "Optimizer steps per run (overrides --epochs)")
       ->check(integer_from(0))
@@ -208,14 +260,24 @@ void add_sweep_command(CLI::App& app) {
   run->add_option("--shard", *shard, "i/n")->capture_default_str();
   run->callback([plan_path, shard] { run_shard(*plan_path, *shard); });
 
-  auto report_plan = std::make_shared<std::string>();
-  auto report_out = std::make_shared<std::string>();
-  auto report_flags = std::make_shared<OutputFlags>();
+  auto report_options = std::make_shared<ReportOptions>();
   CLI::App* report = sweep->add_subcommand("report", "Tables, statistics and charts of the finished runs of a plan");
-  report->add_option("--plan", *report_plan, "The plan.json that `sweep plan` wrote")->required();
-  report->add_option("--out", *report_out, "Folder for report.json, report.md and the charts (default: <sweep>/report)");
-  report_flags->add_to(*report);
-  report->callback([report_plan, report_out, report_flags] { write_report(*report_plan, *report_out, *report_flags); });
+  report->add_option("--plan", report_options->plan, "The plan.json that `sweep plan` wrote")->required();
+  report->add_option("--out", report_options->out,
+                     "Folder for report.json, report.md and the charts (default: <sweep>/report)");
+  report->add_option("--probe", report_options->probe,
+                     "Results of `vitune probe` on the sweep's model and data: every top-1 also as a gain over it");
+  report_options->output.add_to(*report);
+  report->callback([report_options] { write_report(*report_options); });
+
+  auto extend_path = std::make_shared<std::string>();
+  auto extend_flags = std::make_shared<OutputFlags>();
+  CLI::App* extend = sweep->add_subcommand(
+      "extend", "Add a learning rate a factor of 3 beyond the grid's edge for each component whose best rate is "
+                "there; run the shards again to run only the new runs");
+  extend->add_option("--plan", *extend_path, "The plan.json that `sweep plan` wrote")->required();
+  extend_flags->add_to(*extend);
+  extend->callback([extend_path, extend_flags] { extend_plan(*extend_path, *extend_flags); });
 }
 
 }  // namespace vitune::cli

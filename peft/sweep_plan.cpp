@@ -34,23 +34,31 @@ void check_distinct(const std::vector<T>& values, const std::string& what) {
   VITUNE_CHECK(seen.size() == values.size(), "sweep plan: ", what, " lists a value twice");
 }
 
+void check_lrs(const std::vector<double>& lrs, const std::string& what) {
+  check_distinct(lrs, what);
+  for (double lr : lrs) {
+    VITUNE_CHECK(lr > 0 && std::isfinite(lr), "sweep plan: learning rates must be positive, got ", lr, " in ", what);
+  }
+}
+
+void check_component(const std::string& c) {
+  VITUNE_CHECK(kComponents.count(c), "sweep plan: unknown component '", c,
+               "'; expected emb, ln1, mha, ln2, fc1, fc2, all or head");
+}
+
+void check_optimizer(const std::string& o) {
+  VITUNE_CHECK(kOptimizers.count(o), "sweep plan: unknown optimizer '", o, "'; expected sgd or adamw");
+}
+
 void check_grid(const SweepGrid& grid) {
   check_distinct(grid.components, "the component list");
   check_distinct(grid.optimizers, "the optimizer list");
-  check_distinct(grid.lrs, "the learning-rate list");
   check_distinct(grid.seeds, "the seed list");
-  for (const std::string& c : grid.components) {
-    VITUNE_CHECK(kComponents.count(c), "sweep plan: unknown component '", c,
-                 "'; expected emb, ln1, mha, ln2, fc1, fc2, all or head");
-  }
+  for (const std::string& c : grid.components) check_component(c);
   for (const std::string& o : grid.optimizers) {
-    VITUNE_CHECK(kOptimizers.count(o), "sweep plan: unknown optimizer '", o, "'; expected sgd or adamw");
+    check_optimizer(o);
+    check_lrs(grid.lrs(o), "the " + o + " learning-rate list (--" + o + "-lrs)");
   }
-  for (double lr : grid.lrs) {
-    VITUNE_CHECK(lr > 0 && std::isfinite(lr), "sweep plan: learning rates must be positive, got ", lr);
-  }
-  VITUNE_CHECK(grid.adamw_lr_factor > 0 && std::isfinite(grid.adamw_lr_factor),
-               "sweep plan: the AdamW learning-rate factor must be positive, got ", grid.adamw_lr_factor);
 }
 
 void check_settings(const SweepSettings& s) {
@@ -68,13 +76,6 @@ void check_settings(const SweepSettings& s) {
                    "' is one the plan sets itself; use the sweep's own flag");
     }
   }
-}
-
-// Rounds away the binary noise of a product such as 0.03 * 0.01 (0.00030000000000000003).
-double tidy(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.12g", value);
-  return std::strtod(text, nullptr);
 }
 
 std::vector<std::string> finetune_args(const SweepRun& run, const SweepSettings& s) {
@@ -107,7 +108,59 @@ T field(const json& object, const char* key, const std::string& where) {
   }
 }
 
+// Lays out the runs of one component, optimizer and learning rate, one per seed.
+void add_runs(SweepPlan& plan, const std::string& component, const std::string& optimizer, double lr) {
+  const std::filesystem::path runs = std::filesystem::path(plan.dir) / "runs";
+  for (uint64_t seed : plan.grid.seeds) {
+    SweepRun run;
+    run.component = component;
+    run.optimizer = optimizer;
+    run.lr = lr;
+    run.seed = seed;
+    run.id = run_id(component, optimizer, lr, seed);
+    run.results = (runs / (run.id + ".json")).string();
+    run.log = (runs / (run.id + ".jsonl")).string();
+    run.output = (runs / (run.id + ".out")).string();
+    run.model_out = (runs / (run.id + ".safetensors")).string();
+    run.args = finetune_args(run, plan.settings);
+    plan.runs.push_back(std::move(run));
+  }
+}
+
+// Rounds away the binary noise of a product such as 0.03 * 0.01 (0.00030000000000000003):
+// the version-1 plans' AdamW rates.
+double tidy(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.12g", value);
+  return std::strtod(text, nullptr);
+}
+
+// The grid of a plan file: version 2 has a list per optimizer; version 1 had one list,
+// used by SGD as it is and by AdamW times a factor.
+SweepGrid grid_from_json(const json& g, int version, const std::string& where) {
+  SweepGrid grid;
+  grid.components = field<std::vector<std::string>>(g, "components", where);
+  grid.optimizers = field<std::vector<std::string>>(g, "optimizers", where);
+  grid.seeds = field<std::vector<uint64_t>>(g, "seeds", where);
+  if (version == 2) {
+    grid.sgd_lrs = field<std::vector<double>>(g, "sgd_lrs", where);
+    grid.adamw_lrs = field<std::vector<double>>(g, "adamw_lrs", where);
+    return grid;
+  }
+  grid.sgd_lrs = field<std::vector<double>>(g, "lrs", where);
+  const double factor = field<double>(g, "adamw_lr_factor", where);
+  grid.adamw_lrs.clear();
+  for (double lr : grid.sgd_lrs) grid.adamw_lrs.push_back(tidy(lr * factor));
+  return grid;
+}
+
 }  // namespace
+
+const std::vector<double>& SweepGrid::lrs(const std::string& optimizer) const {
+  if (optimizer == "sgd") return sgd_lrs;
+  check_optimizer(optimizer);
+  return adamw_lrs;
+}
 
 std::string trained_components_flag(const std::string& component) {
   if (component == "all") return "all";
@@ -132,30 +185,28 @@ SweepPlan make_sweep_plan(const SweepGrid& grid, const SweepSettings& settings, 
   check_grid(grid);
   check_settings(settings);
   VITUNE_CHECK(!dir.empty(), "sweep plan: --out is required");
-  SweepPlan plan{dir, grid, settings, {}};
-  const std::filesystem::path runs = std::filesystem::path(dir) / "runs";
+  SweepPlan plan{dir, grid, settings, {}, {}};
   for (const std::string& component : grid.components) {
     for (const std::string& optimizer : grid.optimizers) {
-      for (double grid_lr : grid.lrs) {
-        for (uint64_t seed : grid.seeds) {
-          SweepRun run;
-          run.component = component;
-          run.optimizer = optimizer;
-          run.grid_lr = grid_lr;
-          run.lr = optimizer == "adamw" ? tidy(grid_lr * grid.adamw_lr_factor) : grid_lr;
-          run.seed = seed;
-          run.id = run_id(component, optimizer, run.lr, seed);
-          run.results = (runs / (run.id + ".json")).string();
-          run.log = (runs / (run.id + ".jsonl")).string();
-          run.output = (runs / (run.id + ".out")).string();
-          run.model_out = (runs / (run.id + ".safetensors")).string();
-          run.args = finetune_args(run, settings);
-          plan.runs.push_back(std::move(run));
-        }
-      }
+      for (double lr : grid.lrs(optimizer)) add_runs(plan, component, optimizer, lr);
     }
   }
   return plan;
+}
+
+void extend_sweep_plan(SweepPlan& plan, const SweepExtension& extension) {
+  const SweepExtension& e = extension;
+  const std::string where = cat("sweep extend: ", e.component, " with ", e.optimizer);
+  VITUNE_CHECK(std::count(plan.grid.components.begin(), plan.grid.components.end(), e.component) &&
+                   std::count(plan.grid.optimizers.begin(), plan.grid.optimizers.end(), e.optimizer),
+               where, " is not part of the plan's grid");
+  VITUNE_CHECK(e.lr > 0 && std::isfinite(e.lr), where, ": learning rates must be positive, got ", e.lr);
+  for (const SweepRun& run : plan.runs) {
+    VITUNE_CHECK(run.component != e.component || run.optimizer != e.optimizer || run.lr != e.lr, where,
+                 " has learning rate ", number_text(e.lr), " already");
+  }
+  plan.extensions.push_back(e);
+  add_runs(plan, e.component, e.optimizer, e.lr);
 }
 
 nlohmann::ordered_json sweep_plan_json(const SweepPlan& plan) {
@@ -163,38 +214,39 @@ nlohmann::ordered_json sweep_plan_json(const SweepPlan& plan) {
   const SweepSettings& s = plan.settings;
   ordered_json runs = ordered_json::array();
   for (const SweepRun& r : plan.runs) {
-    runs.push_back({{"id", r.id}, {"component", r.component}, {"optimizer", r.optimizer}, {"grid_lr", r.grid_lr},
-                    {"lr", r.lr}, {"seed", r.seed}, {"results", r.results}, {"log", r.log}, {"output", r.output},
+    runs.push_back({{"id", r.id}, {"component", r.component}, {"optimizer", r.optimizer}, {"lr", r.lr},
+                    {"seed", r.seed}, {"results", r.results}, {"log", r.log}, {"output", r.output},
                     {"model", r.model_out}, {"args", r.args}});
   }
+  ordered_json extensions = ordered_json::array();
+  for (const SweepExtension& e : plan.extensions) {
+    extensions.push_back({{"component", e.component}, {"optimizer", e.optimizer}, {"lr", e.lr}});
+  }
   return {{"format", "vitune sweep plan"},
-          {"version", 1},
+          {"version", 2},
           {"dir", plan.dir},
           {"grid",
-           {{"components", g.components}, {"optimizers", g.optimizers}, {"lrs", g.lrs}, {"seeds", g.seeds},
-            {"adamw_lr_factor", g.adamw_lr_factor}}},
+           {{"components", g.components}, {"optimizers", g.optimizers}, {"sgd_lrs", g.sgd_lrs},
+            {"adamw_lrs", g.adamw_lrs}, {"seeds", g.seeds}}},
           {"settings",
            {{"model", s.model}, {"data", s.data}, {"eval_data", s.eval_data}, {"steps", s.steps},
             {"epochs", s.epochs}, {"warmup_steps", s.warmup_steps}, {"batch_size", s.batch_size},
             {"clip_norm", s.clip_norm}, {"momentum", s.momentum}, {"weight_decay", s.weight_decay},
             {"schedule", s.schedule}, {"log_every", s.log_every}, {"threads_per_run", s.threads_per_run},
             {"extra_args", s.extra_args}}},
+          {"extensions", extensions},
           {"runs", runs}};
 }
 
 SweepPlan sweep_plan_from_json(const nlohmann::json& j, const std::string& source) {
   VITUNE_CHECK(j.is_object() && j.value("format", "") == "vitune sweep plan", source,
                ": not a vitune sweep plan (expected \"format\": \"vitune sweep plan\")");
-  VITUNE_CHECK(field<int>(j, "version", source) == 1, source, ": unsupported sweep plan version");
+  const int version = field<int>(j, "version", source);
+  VITUNE_CHECK(version == 1 || version == 2, source, ": sweep plan version ", version,
+               " is not one this vitune reads (1 or 2)");
   SweepPlan plan;
   plan.dir = field<std::string>(j, "dir", source);
-  const json g = field<json>(j, "grid", source);
-  const std::string grid_where = source + ": grid";
-  plan.grid.components = field<std::vector<std::string>>(g, "components", grid_where);
-  plan.grid.optimizers = field<std::vector<std::string>>(g, "optimizers", grid_where);
-  plan.grid.lrs = field<std::vector<double>>(g, "lrs", grid_where);
-  plan.grid.seeds = field<std::vector<uint64_t>>(g, "seeds", grid_where);
-  plan.grid.adamw_lr_factor = field<double>(g, "adamw_lr_factor", grid_where);
+  plan.grid = grid_from_json(field<json>(j, "grid", source), version, source + ": grid");
   const json s = field<json>(j, "settings", source);
   const std::string where = source + ": settings";
   SweepSettings& out = plan.settings;
@@ -212,6 +264,16 @@ SweepPlan sweep_plan_from_json(const nlohmann::json& j, const std::string& sourc
   out.log_every = field<int64_t>(s, "log_every", where);
   out.threads_per_run = field<int>(s, "threads_per_run", where);
   out.extra_args = field<std::vector<std::string>>(s, "extra_args", where);
+  if (version == 2) {
+    const json extensions = field<json>(j, "extensions", source);
+    VITUNE_CHECK(extensions.is_array(), source, ": 'extensions' must be an array");
+    for (size_t i = 0; i < extensions.size(); ++i) {
+      const std::string extension_where = cat(source, ": extensions[", i, "]");
+      plan.extensions.push_back({field<std::string>(extensions[i], "component", extension_where),
+                                 field<std::string>(extensions[i], "optimizer", extension_where),
+                                 field<double>(extensions[i], "lr", extension_where)});
+    }
+  }
   const json runs = field<json>(j, "runs", source);
   VITUNE_CHECK(runs.is_array(), source, ": 'runs' must be an array");
   std::set<std::string> ids;
@@ -221,7 +283,6 @@ SweepPlan sweep_plan_from_json(const nlohmann::json& j, const std::string& sourc
     r.id = field<std::string>(runs[i], "id", run_where);
     r.component = field<std::string>(runs[i], "component", run_where);
     r.optimizer = field<std::string>(runs[i], "optimizer", run_where);
-    r.grid_lr = field<double>(runs[i], "grid_lr", run_where);
     r.lr = field<double>(runs[i], "lr", run_where);
     r.seed = field<uint64_t>(runs[i], "seed", run_where);
     r.results = field<std::string>(runs[i], "results", run_where);

@@ -1,8 +1,9 @@
 // A component-wise finetuning sweep as a plan: the grid (components x optimizers x
-// learning rates x seeds, the plasticity paper's protocol), the settings every run
-// shares, and each run with its id, its files and the exact `vitune finetune` argument
-// list. The plan is a JSON file; shards of it run anywhere, and a run whose results
-// file exists is finished.
+// each optimizer's learning rates x seeds, the plasticity paper's protocol), the
+// settings every run shares, the learning rates added later for one component and
+// optimizer whose best rate was at the grid's edge, and each run with its id, its files
+// and the exact `vitune finetune` argument list. The plan is a JSON file; shards of it
+// run anywhere, and a run whose results file exists is finished.
 #pragma once
 
 #include <cstdint>
@@ -13,12 +14,25 @@
 namespace vitune::peft {
 
 struct SweepGrid {
-  // ln1, mha, ln2, fc1, fc2 (each with the final norm and the head), all, head (head and norm).
-  std::vector<std::string> components{"ln1", "mha", "ln2", "fc1", "fc2", "all", "head"};
+  // emb, ln1, mha, ln2, fc1, fc2 (each with the final norm and the head), all, head (head and norm).
+  std::vector<std::string> components{"emb", "ln1", "mha", "ln2", "fc1", "fc2", "all", "head"};
   std::vector<std::string> optimizers{"sgd", "adamw"};
-  std::vector<double> lrs{1e-3, 3e-3, 1e-2, 3e-2};
+  std::vector<double> sgd_lrs{1e-3, 3e-3, 1e-2, 3e-2};
+  std::vector<double> adamw_lrs{1e-5, 3e-5, 1e-4, 3e-4};
   std::vector<uint64_t> seeds{0, 42, 3407};
-  double adamw_lr_factor = 0.01;  // AdamW runs use lr * this factor
+
+  // The grid's learning rates of `optimizer` ("sgd" or "adamw").
+  const std::vector<double>& lrs(const std::string& optimizer) const;
+};
+
+// A learning rate added to the grid of one component and optimizer (every seed), beyond
+// the edge where its best rate was.
+struct SweepExtension {
+  std::string component, optimizer;
+  double lr = 0;
+  bool operator==(const SweepExtension& o) const {
+    return component == o.component && optimizer == o.optimizer && lr == o.lr;
+  }
 };
 
 // What every run of the sweep shares.
@@ -38,11 +52,10 @@ struct SweepSettings {
 };
 
 struct SweepRun {
-  std::string id;         // "mha-sgd-lr0.01-s42" (the optimizer's own learning rate)
+  std::string id;  // "mha-sgd-lr0.01-s42"
   std::string component;
   std::string optimizer;
-  double grid_lr = 0;     // the grid's learning rate
-  double lr = 0;          // the optimizer's: grid_lr, times the factor for AdamW
+  double lr = 0;
   uint64_t seed = 0;
   std::string results, log, output, model_out;  // files under <dir>/runs/
   std::vector<std::string> args;                // after the executable: --threads N finetune ...
@@ -52,7 +65,8 @@ struct SweepPlan {
   std::string dir;  // the sweep's folder, as given to `sweep plan`
   SweepGrid grid;
   SweepSettings settings;
-  std::vector<SweepRun> runs;  // components, then optimizers, learning rates, seeds
+  std::vector<SweepExtension> extensions;  // in the order they were added
+  std::vector<SweepRun> runs;  // components, then optimizers, learning rates, seeds; then the extensions'
 };
 
 // The `--train` value of a sweep component: "<c>,norm", "all", or "head,norm" for head.
@@ -64,9 +78,13 @@ std::string run_id(const std::string& component, const std::string& optimizer, d
 // Checks the grid and settings (known components and optimizers, positive learning
 // rates, no duplicates, ...) and lays out every run under `dir`.
 SweepPlan make_sweep_plan(const SweepGrid& grid, const SweepSettings& settings, const std::string& dir);
+// Adds the runs of `extension` (one per seed) to the plan and records it; a learning
+// rate the component and optimizer have already is refused.
+void extend_sweep_plan(SweepPlan& plan, const SweepExtension& extension);
 
 nlohmann::ordered_json sweep_plan_json(const SweepPlan& plan);
-// Reads a plan written by sweep_plan_json; `source` names it in error messages.
+// Reads a plan written by sweep_plan_json (or by an earlier vitune: version 1, one
+// learning-rate list with AdamW at a factor of it); `source` names it in error messages.
 SweepPlan sweep_plan_from_json(const nlohmann::json& json, const std::string& source);
 void save_sweep_plan(const SweepPlan& plan, const std::string& path);
 SweepPlan load_sweep_plan(const std::string& path);

@@ -39,6 +39,8 @@ std::vector<Command> every_command() {
   return {
       {"trace", "trace --model " + kTinyVit + " --images " + kTinyImages + " --out {O}/trace.safetensors"},
       {"eval", "eval --model " + kModel + " --data " + kTest + " --loader-threads 1 --results {O}/eval.json"},
+      {"probe", "probe --model " + kModel + " --data " + kTask + " --eval-data " + kTest +
+                    " --loader-threads 1 --results {O}/probe.json"},
       {"pretrain", "pretrain --data " + kPretraining +
                        " --img-size 28 --patch 7 --in-chans 1 --dim 16 --depth 2 --heads 2" + train +
                        " --checkpoint {O}/pretrain_checkpoint.safetensors --checkpoint-every 2"
@@ -168,7 +170,7 @@ TEST_P(EveryCommand, RunsAndGivesTheCpuResults) {
       EXPECT_EQ(read_raw(device_path), read_raw(cpu_path)) << file;
     }
   }
-  EXPECT_EQ(files, 23);
+  EXPECT_EQ(files, 24);
   std::filesystem::remove_all(root);
 }
 

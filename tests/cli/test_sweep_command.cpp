@@ -1,7 +1,9 @@
 // `vitune sweep` end to end on the tiny golden ViT and a tiny IDX dataset: plan a
 // two-run grid, run it in two shards (each shard runs only its own run, and a second
-// pass skips finished runs), report it; a failing run is reported, the shard goes on
-// and exits non-zero; a different plan into the same folder and unknown flags are refused.
+// pass skips finished runs), report it (its one-rate grid cannot bracket a best, and
+// says so), extend it and run only the new runs; a failing run is reported, the shard
+// goes on and exits non-zero; a different plan into the same folder and unknown flags
+// are refused.
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -50,7 +52,7 @@ std::string fresh_dir(const std::string& name) {
 std::string plan_command(const std::string& dir, const std::string& model) {
   const std::string data = write_tiny_idx(dir + "_data");
   return "sweep plan --model " + model + " --data " + data + " --eval-data \"" + data + "?limit=32\"" +
-         " --components mha,head --optimizers sgd --lrs 0.01 --seeds 0 --steps 3 --warmup-steps 1 --batch-size 16"
+         " --components mha,head --optimizers sgd --sgd-lrs 0.01 --seeds 0 --steps 3 --warmup-steps 1 --batch-size 16"
          " --log-every 1 --out " + dir + " --loader-threads 1 --eval-batch-size 32";
 }
 
@@ -94,7 +96,62 @@ TEST(SweepCommand, PlanRunInShardsAndReport) {
     EXPECT_NE(svg.find(">mha</text>"), std::string::npos) << chart;
     EXPECT_NE(svg.find("</svg>"), std::string::npos) << chart;
   }
+  EXPECT_EQ(r["summaries"][0]["best_position"], "only rate");
+  EXPECT_EQ(r["best_not_bracketed"].size(), 2u);
+  EXPECT_NE(report.output.find("WARNING mha with sgd: the grid has one learning rate, 0.01 — extend the grid (adds "
+                               "0.00333 and 0.03)"),
+            std::string::npos)
+      << report.output;
   EXPECT_TRUE(std::filesystem::exists(dir + "/report/report.md"));
+
+  // Extended both ways for each component: four new runs, and only they run.
+  CliResult extend = run_vitune("sweep extend --plan " + dir + "/plan.json");
+  ASSERT_EQ(extend.status, 0) << extend.output;
+  EXPECT_NE(extend.output.find("head with sgd: added learning rate 0.03 (1 runs)"), std::string::npos) << extend.output;
+  plan_json = read_json(dir + "/plan.json");
+  ASSERT_EQ(plan_json["runs"].size(), 6u);
+  EXPECT_EQ(plan_json["runs"][2]["id"], "mha-sgd-lr0.00333-s0");
+  EXPECT_EQ(plan_json["extensions"].size(), 4u);
+  // Planning again with the first flags keeps the extensions.
+  EXPECT_EQ(run_vitune(plan_command(dir, data_path("tiny_vit.safetensors"))).status, 0);
+  EXPECT_EQ(read_json(dir + "/plan.json"), plan_json);
+  CliResult rerun = run_vitune("sweep run --plan " + dir + "/plan.json");
+  ASSERT_EQ(rerun.status, 0) << rerun.output;
+  EXPECT_NE(rerun.output.find("4 ran, 2 skipped, 0 failed"), std::string::npos) << rerun.output;
+  // Three steps learn the same at every rate: the first of the tied bests, now at the
+  // new lower edge, is extended again.
+  CliResult again = run_vitune("sweep extend --plan " + dir + "/plan.json");
+  ASSERT_EQ(again.status, 0) << again.output;
+  EXPECT_NE(again.output.find("mha with sgd: added learning rate 0.00111"), std::string::npos) << again.output;
+
+  // The linear probe on the sweep's model and data, and the report's gains over it.
+  const std::string model = data_path("tiny_vit.safetensors");
+  const std::string data = plan_json["settings"]["data"], eval_data = plan_json["settings"]["eval_data"];
+  CliResult probe = run_vitune("probe --model " + model + " --data " + data + " --eval-data \"" + eval_data +
+                               "\" --loader-threads 1 --results " + dir + "/probe.json");
+  ASSERT_EQ(probe.status, 0) << probe.output;
+  nlohmann::json p = read_json(dir + "/probe.json");
+  EXPECT_EQ(p["fit"]["examples"], 48);
+  EXPECT_EQ(p["fit"]["feature_dim"], 32);
+  EXPECT_EQ(p["fit"]["classes"], 3);
+  EXPECT_LE(p["fit"]["gradient_max"].get<double>(), 1e-7);
+  EXPECT_EQ(p["eval"]["examples"], 32);
+  const double probe_top1 = p["eval"]["top1"];
+  EXPECT_GT(probe_top1, 0.5);  // the classes' bands are linearly separable features even for a random ViT
+  CliResult gains = run_vitune("sweep report --overwrite --plan " + dir + "/plan.json --probe " + dir + "/probe.json");
+  ASSERT_EQ(gains.status, 0) << gains.output;
+  r = read_json(dir + "/report/report.json");
+  EXPECT_DOUBLE_EQ(r["probe"]["top1"].get<double>(), probe_top1);
+  const nlohmann::json& cell = r["summaries"][0]["cells"][2];
+  ASSERT_EQ(cell["lr"], 0.01);
+  EXPECT_NEAR(cell["gain_over_probe"].get<double>(), (cell["mean"].get<double>() - probe_top1) / probe_top1, 1e-12);
+  EXPECT_TRUE(r["summaries"][0]["cells"][0]["gain_over_probe"].is_null());  // 0.00111: not run
+  // A finetune's results are not a probe's.
+  const std::string finetune_results = dir + "/runs/mha-sgd-lr0.01-s0.json";
+  CliResult wrong = run_vitune("sweep report --overwrite --plan " + dir + "/plan.json --probe " + finetune_results);
+  EXPECT_NE(wrong.status, 0);
+  EXPECT_NE(wrong.output.find(finetune_results + ": not the results of `vitune probe`"), std::string::npos)
+      << wrong.output;
 
   // A different plan into the same folder would orphan the finished runs.
   CliResult other = run_vitune(plan_command(dir, data_path("tiny_vit.safetensors")) + " --seeds 1");

@@ -1,7 +1,9 @@
-// The sweep plan: the paper's grid has 168 runs, each combination once; the finetune
-// argument lists are exactly what the protocol says (AdamW at lr x factor, the norm and
-// head trained with every component); bad grids are refused; the plan file reads back
-// equal; shards cover every run exactly once; a results file marks a run finished.
+// The sweep plan: the paper's grid has 192 runs, each combination once; the finetune
+// argument lists are exactly what the protocol says (each optimizer its own rates, the
+// norm and head trained with every component); bad grids are refused; extensions add
+// one rate for one component and optimizer; the plan file reads back equal, and a
+// version-1 plan reads as the same runs; shards cover every run exactly once; a results
+// file marks a run finished.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -28,27 +30,29 @@ SweepSettings settings() {
 
 TEST(SweepPlan, PaperGridHasEveryCombinationOnce) {
   SweepPlan plan = make_sweep_plan(SweepGrid{}, settings(), "sweep");
-  ASSERT_EQ(plan.runs.size(), 168u);  // 7 components x 2 optimizers x 4 lrs x 3 seeds
+  ASSERT_EQ(plan.runs.size(), 192u);  // 8 components x 2 optimizers x 4 lrs x 3 seeds
   std::set<std::tuple<std::string, std::string, double, uint64_t>> combinations;
   std::set<std::string> ids;
   for (const SweepRun& run : plan.runs) {
-    combinations.insert({run.component, run.optimizer, run.grid_lr, run.seed});
+    combinations.insert({run.component, run.optimizer, run.lr, run.seed});
     ids.insert(run.id);
   }
-  EXPECT_EQ(combinations.size(), 168u);
-  EXPECT_EQ(ids.size(), 168u);
-  for (const char* component : {"ln1", "mha", "ln2", "fc1", "fc2", "all", "head"}) {
-    for (const char* optimizer : {"sgd", "adamw"}) {
-      for (double lr : {1e-3, 3e-3, 1e-2, 3e-2}) {
-        for (uint64_t seed : {0, 42, 3407}) EXPECT_TRUE(combinations.count({component, optimizer, lr, seed}));
-      }
+  EXPECT_EQ(combinations.size(), 192u);
+  EXPECT_EQ(ids.size(), 192u);
+  for (const char* component : {"emb", "ln1", "mha", "ln2", "fc1", "fc2", "all", "head"}) {
+    for (double lr : {1e-3, 3e-3, 1e-2, 3e-2}) {
+      for (uint64_t seed : {0, 42, 3407}) EXPECT_TRUE(combinations.count({component, "sgd", lr, seed}));
+    }
+    for (double lr : {1e-5, 3e-5, 1e-4, 3e-4}) {
+      for (uint64_t seed : {0, 42, 3407}) EXPECT_TRUE(combinations.count({component, "adamw", lr, seed}));
     }
   }
   EXPECT_TRUE(ids.count("mha-sgd-lr0.01-s42"));
-  EXPECT_TRUE(ids.count("fc1-adamw-lr0.0003-s3407"));  // 0.03 x 0.01
-  EXPECT_EQ(plan.runs[0].results, "sweep/runs/ln1-sgd-lr0.001-s0.json");
-  EXPECT_EQ(plan.runs[0].log, "sweep/runs/ln1-sgd-lr0.001-s0.jsonl");
-  EXPECT_EQ(plan.runs[0].output, "sweep/runs/ln1-sgd-lr0.001-s0.out");
+  EXPECT_TRUE(ids.count("fc1-adamw-lr0.0003-s3407"));
+  EXPECT_EQ(plan.runs[0].results, "sweep/runs/emb-sgd-lr0.001-s0.json");
+  EXPECT_EQ(plan.runs[0].log, "sweep/runs/emb-sgd-lr0.001-s0.jsonl");
+  EXPECT_EQ(plan.runs[0].output, "sweep/runs/emb-sgd-lr0.001-s0.out");
+  EXPECT_EQ(plan.runs[0].args[10], "emb,norm");
 }
 
 const SweepRun& find_run(const SweepPlan& plan, const std::string& id) {
@@ -73,7 +77,6 @@ TEST(SweepPlan, ArgumentListsFollowTheProtocol) {
   EXPECT_EQ(find_run(plan, "mha-sgd-lr0.01-s42").args, sgd);
 
   const SweepRun& adamw = find_run(plan, "head-adamw-lr3e-05-s0");
-  EXPECT_EQ(adamw.grid_lr, 3e-3);
   EXPECT_EQ(adamw.lr, 3e-5);
   const std::vector<std::string>& a = adamw.args;
   auto value_of = [&](const std::string& flag) {
@@ -96,25 +99,51 @@ TEST(SweepPlan, ArgumentListsFollowTheProtocol) {
   EXPECT_EQ(*(std::find(e.begin(), e.end(), "--epochs") + 1), "2.5");
 }
 
-TEST(SweepPlan, AdamWRunsUseTheLearningRateTimesTheFactor) {
+TEST(SweepPlan, EachOptimizerHasItsOwnRates) {
   SweepGrid grid;
-  grid.adamw_lr_factor = 0.05;
-  grid.lrs = {1e-3, 3e-3, 2e-2};
-  for (const SweepRun& run : make_sweep_plan(grid, settings(), "d").runs) {
-    const double expected = run.optimizer == "adamw" ? run.grid_lr * 0.05 : run.grid_lr;
-    EXPECT_NEAR(run.lr, expected, 1e-15 * expected) << run.id;
-    EXPECT_EQ(std::stod(run.args[std::find(run.args.begin(), run.args.end(), "--lr") - run.args.begin() + 1]), run.lr);
+  grid.components = {"emb"};
+  grid.sgd_lrs = {0.01, 0.1, 1.0};
+  grid.adamw_lrs = {2e-4};
+  SweepPlan plan = make_sweep_plan(grid, settings(), "d");
+  std::vector<std::string> ids;
+  for (const SweepRun& run : plan.runs) {
+    if (run.seed == 0) ids.push_back(run.id);
+    const std::string lr = run.args[size_t(std::find(run.args.begin(), run.args.end(), "--lr") - run.args.begin()) + 1];
+    EXPECT_EQ(std::stod(lr), run.lr) << run.id;
   }
-  // 3 x 0.1 is 0.30000000000000004 in binary; the plan rounds such noise away.
+  EXPECT_EQ(ids, (std::vector<std::string>{"emb-sgd-lr0.01-s0", "emb-sgd-lr0.1-s0", "emb-sgd-lr1-s0",
+                                           "emb-adamw-lr0.0002-s0"}));
+  EXPECT_EQ(plan.runs[0].args[10], "emb,norm");
+  // An optimizer that is not in the sweep needs no rates.
+  grid.optimizers = {"sgd"};
+  grid.adamw_lrs = {};
+  EXPECT_EQ(make_sweep_plan(grid, settings(), "d").runs.size(), 9u);
   EXPECT_EQ(number_text(3 * 0.1), "0.30000000000000004");
-  grid.lrs = {3};
-  grid.adamw_lr_factor = 0.1;
-  grid.optimizers = {"adamw"};
-  const SweepRun noisy = make_sweep_plan(grid, settings(), "d").runs[0];
-  EXPECT_EQ(noisy.lr, 0.3);
-  EXPECT_EQ(noisy.id, "ln1-adamw-lr0.3-s0");
   EXPECT_EQ(number_text(0.1), "0.1");
   EXPECT_EQ(run_id("fc2", "sgd", 0.003, 7), "fc2-sgd-lr0.003-s7");
+}
+
+TEST(SweepPlan, AnExtensionAddsOneRateForOneComponentAndOptimizer) {
+  SweepGrid grid;
+  grid.components = {"ln1", "mha"};
+  SweepPlan plan = make_sweep_plan(grid, settings(), "d");
+  const size_t before = plan.runs.size();
+  extend_sweep_plan(plan, {"ln1", "adamw", 9e-4});
+  ASSERT_EQ(plan.runs.size(), before + 3);
+  for (size_t i = before; i < plan.runs.size(); ++i) {
+    EXPECT_EQ(plan.runs[i].component, "ln1");
+    EXPECT_EQ(plan.runs[i].optimizer, "adamw");
+    EXPECT_EQ(plan.runs[i].lr, 9e-4);
+  }
+  EXPECT_EQ(plan.runs[before].id, "ln1-adamw-lr0.0009-s0");
+  EXPECT_EQ(plan.runs[before].results, "d/runs/ln1-adamw-lr0.0009-s0.json");
+  EXPECT_EQ(plan.extensions, (std::vector<SweepExtension>{{"ln1", "adamw", 9e-4}}));
+  EXPECT_EQ(plan.grid.adamw_lrs, SweepGrid{}.adamw_lrs);  // the other components keep their grid
+  EXPECT_THROW(extend_sweep_plan(plan, {"ln1", "adamw", 9e-4}), Error);   // has it already
+  EXPECT_THROW(extend_sweep_plan(plan, {"mha", "sgd", 0.01}), Error);     // in the grid
+  EXPECT_THROW(extend_sweep_plan(plan, {"fc1", "sgd", 0.09}), Error);     // not a component of the sweep
+  EXPECT_THROW(extend_sweep_plan(plan, {"mha", "sgd", -0.09}), Error);
+  EXPECT_EQ(plan.runs.size(), before + 3);
 }
 
 TEST(SweepPlan, RefusesBadGridsAndSettings) {
@@ -129,10 +158,11 @@ TEST(SweepPlan, RefusesBadGridsAndSettings) {
   auto same_settings = [](SweepSettings&) {};
   EXPECT_THROW(plan_with([](SweepGrid& g) { g.components = {"mha", "attn"}; }, same_settings), Error);
   EXPECT_THROW(plan_with([](SweepGrid& g) { g.optimizers = {"lion"}; }, same_settings), Error);
-  EXPECT_THROW(plan_with([](SweepGrid& g) { g.lrs = {0.1, 0.1}; }, same_settings), Error);
-  EXPECT_THROW(plan_with([](SweepGrid& g) { g.lrs = {-0.1}; }, same_settings), Error);
+  EXPECT_THROW(plan_with([](SweepGrid& g) { g.sgd_lrs = {0.1, 0.1}; }, same_settings), Error);
+  EXPECT_THROW(plan_with([](SweepGrid& g) { g.sgd_lrs = {-0.1}; }, same_settings), Error);
+  EXPECT_THROW(plan_with([](SweepGrid& g) { g.adamw_lrs = {}; }, same_settings), Error);
+  EXPECT_THROW(plan_with([](SweepGrid& g) { g.adamw_lrs = {0}; }, same_settings), Error);
   EXPECT_THROW(plan_with([](SweepGrid& g) { g.seeds = {}; }, same_settings), Error);
-  EXPECT_THROW(plan_with([](SweepGrid& g) { g.adamw_lr_factor = 0; }, same_settings), Error);
   EXPECT_THROW(plan_with(same_grid, [](SweepSettings& s) { s.eval_data = ""; }), Error);
   EXPECT_THROW(plan_with(same_grid, [](SweepSettings& s) { s.extra_args = {"--lr", "0.1"}; }), Error);
   EXPECT_THROW(plan_with(same_grid, [](SweepSettings& s) { s.extra_args = {"--seed=3"}; }), Error);
@@ -146,12 +176,15 @@ TEST(SweepPlan, PlanFileReadsBackEqual) {
   SweepGrid grid;
   grid.components = {"fc1", "head"};
   SweepPlan plan = make_sweep_plan(grid, s, "some/dir");
+  extend_sweep_plan(plan, {"head", "sgd", 0.09});
   const std::string path = ::testing::TempDir() + "/sweep_plan_roundtrip.json";
   save_sweep_plan(plan, path);
   SweepPlan back = load_sweep_plan(path);
   EXPECT_EQ(back.dir, "some/dir");
   EXPECT_EQ(back.grid.components, grid.components);
-  EXPECT_EQ(back.grid.lrs, grid.lrs);
+  EXPECT_EQ(back.grid.sgd_lrs, grid.sgd_lrs);
+  EXPECT_EQ(back.grid.adamw_lrs, grid.adamw_lrs);
+  EXPECT_EQ(back.extensions, plan.extensions);
   EXPECT_EQ(back.grid.seeds, grid.seeds);
   EXPECT_EQ(back.settings.extra_args, s.extra_args);
   EXPECT_EQ(back.settings.steps, 300);
@@ -173,6 +206,29 @@ TEST(SweepPlan, PlanFileReadsBackEqual) {
     EXPECT_NE(std::string(e.what()).find("seed"), std::string::npos) << e.what();
   }
   EXPECT_THROW(sweep_plan_from_json(nlohmann::json{{"runs", 1}}, "plan.json"), Error);
+  nlohmann::json future = sweep_plan_json(plan);
+  future["version"] = 3;
+  EXPECT_THROW(sweep_plan_from_json(future, "plan.json"), Error);
+}
+
+// The plans of earlier versions had one list of rates, AdamW at a factor of each, and
+// the same run ids: read, they are the same plan as one with the two lists.
+TEST(SweepPlan, AVersionOnePlanReadsAsTheSamePlan) {
+  SweepGrid grid;
+  grid.components = {"mha"};
+  grid.sgd_lrs = {0.003, 0.03};
+  grid.adamw_lrs = {3e-5, 3e-4};
+  const SweepPlan plan = make_sweep_plan(grid, settings(), "d");
+  nlohmann::json v1 = sweep_plan_json(plan);
+  v1["version"] = 1;
+  v1["grid"].erase("sgd_lrs");
+  v1["grid"].erase("adamw_lrs");
+  v1["grid"]["lrs"] = {0.003, 0.03};
+  v1["grid"]["adamw_lr_factor"] = 0.01;
+  v1.erase("extensions");
+  for (auto& run : v1["runs"]) run["grid_lr"] = run["optimizer"] == "sgd" ? run["lr"].get<double>() : 0.0;
+  const SweepPlan back = sweep_plan_from_json(v1, "old/plan.json");
+  EXPECT_EQ(sweep_plan_json(back), sweep_plan_json(plan));
   EXPECT_THROW(load_sweep_plan(::testing::TempDir() + "/no_such_plan.json"), Error);
 }
 
