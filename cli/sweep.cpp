@@ -37,6 +37,8 @@ void check_extra_args(const std::vector<std::string>& extras, const CLI::App& fi
   for (const std::string& arg : extras) {
     if (arg.rfind("--", 0) != 0) continue;
     const std::string flag = arg.substr(0, arg.find('='));
+    VITUNE_CHECK(flag != "--lrs" && flag != "--adamw-lr-factor", "sweep plan: ", flag,
+                 " is replaced by one grid per optimizer: --sgd-lrs and --adamw-lrs");
     VITUNE_CHECK(finetune.get_option_no_throw(flag) != nullptr, "sweep plan: '", flag,
                  "' is neither a sweep plan flag nor a finetune flag");
   }

@@ -182,6 +182,9 @@ TEST(SweepCommand, RefusesUnknownFlagsAndBadShards) {
   CliResult typo = run_vitune(plan_command(dir, "m.safetensors") + " --warmup-stepz 3");
   EXPECT_NE(typo.status, 0);
   EXPECT_NE(typo.output.find("--warmup-stepz"), std::string::npos) << typo.output;
+  CliResult old_grid = run_vitune(plan_command(dir, "m.safetensors") + " --lrs 0.01,0.03");
+  EXPECT_NE(old_grid.status, 0);
+  EXPECT_NE(old_grid.output.find("--sgd-lrs and --adamw-lrs"), std::string::npos) << old_grid.output;
   ASSERT_EQ(run_vitune(plan_command(dir, "m.safetensors")).status, 0);
   CliResult shard = run_vitune("sweep run --plan " + dir + "/plan.json --shard 2/2");
   EXPECT_NE(shard.status, 0);
