@@ -100,7 +100,7 @@ void run_demo(const DemoOptions& o) {
   outputs.check_and_lock();
   const std::string sel = o.out + "/selection/";
 
-  std::printf("demo: plasticity, anchor and selection\n");
+  std::printf("demo: plasticity, anchor, linear probe and selection\n");
   std::fflush(stdout);
   run_steps({{"plasticity",
               {"plasticity", "--model", o.model, "--data", o.train_data, "--images",
@@ -108,7 +108,10 @@ void run_demo(const DemoOptions& o) {
                o.out + "/plasticity.csv", "--svg", o.out + "/plasticity.svg"}},
              {"anchor",
               {"anchor", "--model", o.model, "--data", o.pretrain_data, "--images", std::to_string(o.anchor_images),
-               "--out", sel + "anchor.safetensors"}}},
+               "--out", sel + "anchor.safetensors"}},
+             {"probe",
+              {"probe", "--model", o.model, "--data", o.train_data, "--eval-data", o.eval_data, "--loader-threads",
+               "1", "--results", o.out + "/probe.json"}}},
             o);
   const std::vector<std::string> select_common{"--model", o.model, "--data", o.train_data, "--k",
                                                std::to_string(o.k)};

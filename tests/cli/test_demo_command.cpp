@@ -34,6 +34,9 @@ TEST(DemoCommand, RunsEveryStepAndWritesTheTableAndCharts) {
   const nlohmann::json summary = read_json(out + "/demo.json");
   const nlohmann::json& rows = summary["methods"];
   ASSERT_EQ(rows.size(), 8u);
+  const double probe = summary["probe_top1"];
+  EXPECT_GT(probe, 0.0);
+  EXPECT_LE(probe, 1.0);
   std::map<std::string, nlohmann::json> by_id;
   for (const nlohmann::json& row : rows) {
     const double top1 = row["top1"];
@@ -41,6 +44,7 @@ TEST(DemoCommand, RunsEveryStepAndWritesTheTableAndCharts) {
     EXPECT_LE(top1, 1.0);
     EXPECT_GT(row["step_seconds"].get<double>(), 0.0);
     EXPECT_GT(row["peak_bytes"].get<double>(), 0.0);
+    EXPECT_NEAR(row["gain_over_probe"].get<double>(), (top1 - probe) / probe, 1e-12);
     by_id[row["method"]] = row;
   }
   EXPECT_EQ(by_id["linear_probe"]["trainable_parameters"], 645);  // head: 5 x 128 + 5
@@ -51,7 +55,7 @@ TEST(DemoCommand, RunsEveryStepAndWritesTheTableAndCharts) {
     EXPECT_GT(by_id[id]["selection_seconds"].get<double>(), 0.0) << id;
     EXPECT_GT(by_id[id]["selection_peak_bytes"].get<double>(), 0.0) << id;
   }
-  for (const char* file : {"demo.md", "plasticity.json", "plasticity.svg", "accuracy.svg", "loss.svg"}) {
+  for (const char* file : {"demo.md", "plasticity.json", "plasticity.svg", "probe.json", "accuracy.svg", "loss.svg"}) {
     EXPECT_TRUE(std::filesystem::exists(out + "/" + file)) << file;
   }
   for (const char* file : {"demo.md", "demo.json", "accuracy.svg", "loss.svg"}) {
