@@ -17,13 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> plus(std::vector<std::string> words, const std::vector<std::string>& more) {
-  words.insert(words.end(), more.begin(), more.end());
-  return words;
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 class ImageSize : public OnDevice {
  protected:
   void SetUp() override {
