@@ -2,6 +2,11 @@
 // fixed-size check.
 #include "cli/preprocess_options.h"
 
+#include <iomanip>
+#include <sstream>
+#include <tuple>
+#include <utility>
+
 #include "cli/flag_checks.h"
 #include "data/transform_presets.h"
 #include "data/transform_steps.h"
@@ -53,17 +58,19 @@ ModelInput PreprocessOptions::with_flags(const nn::VitConfig& config, nn::ModelP
     p.normalization = data::normalization_preset(normalization);
     sources["mean"] = sources["std"] = "from --normalization " + normalization;
   }
-  for (const auto& [flag, values, field] : {std::tuple{"--mean", &mean, &p.normalization.mean},
-                                            std::tuple{"--std", &std, &p.normalization.std}}) {
+  for (const auto& [name, values, field] : {std::tuple{"mean", &mean, &p.normalization.mean},
+                                            std::tuple{"std", &std, &p.normalization.std}}) {
     if (values->empty()) continue;
-    VITUNE_CHECK(values->size() == 1 || values->size() == 3, flag, ": expected one value or three (R,G,B), got ",
+    VITUNE_CHECK(values->size() == 1 || values->size() == 3, "--", name, ": expected one value or three (R,G,B), got ",
                  values->size());
     *field = *values;
-    sources[flag + 2] = std::string("from ") + flag;
+    sources[name] = cat("from --", name);
   }
-  VITUNE_CHECK(p.normalization.mean.size() == p.normalization.std.size(), "the mean has ",
-               p.normalization.mean.size(), " values (", sources["mean"], ") but the std has ",
-               p.normalization.std.size(), " (", sources["std"], "); give both --mean and --std");
+  // One value beside three (--mean R,G,B over a one-value std) applies to every channel.
+  for (auto [one, three] : {std::pair{&p.normalization.mean, &p.normalization.std},
+                            std::pair{&p.normalization.std, &p.normalization.mean}}) {
+    if (one->size() == 1 && three->size() == 3) one->resize(3, one->front());
+  }
   if (crop_pct) {
     VITUNE_CHECK(*crop_pct > 0, "--crop-pct: expected a number in (0, 1], got ", *crop_pct);
     p.crop_pct = *crop_pct, sources["crop_pct"] = "from --crop-pct";
@@ -73,6 +80,23 @@ ModelInput PreprocessOptions::with_flags(const nn::VitConfig& config, nn::ModelP
     sources["interpolation"] = "from --interpolation";
   }
   return {config.img_size, config.in_chans, std::move(preprocessing), resize_images};
+}
+
+std::vector<std::string> PreprocessOptions::arguments() const {
+  auto list = [](const std::vector<float>& values) {
+    std::ostringstream text;
+    text << std::setprecision(9);
+    for (size_t i = 0; i < values.size(); ++i) text << (i ? "," : "") << values[i];
+    return text.str();
+  };
+  std::vector<std::string> out;
+  if (!normalization.empty()) out.insert(out.end(), {"--normalization", normalization});
+  if (!mean.empty()) out.insert(out.end(), {"--mean", list(mean)});
+  if (!std.empty()) out.insert(out.end(), {"--std", list(std)});
+  if (crop_pct) out.insert(out.end(), {"--crop-pct", cat(std::setprecision(17), *crop_pct)});
+  if (!interpolation.empty()) out.insert(out.end(), {"--interpolation", interpolation});
+  if (resize_images) out.push_back("--resize-images");
+  return out;
 }
 
 ModelInput PreprocessOptions::input_for(const nn::LoadedVit& loaded) const {

@@ -50,6 +50,8 @@ struct PreprocessOptions {
   ModelInput input_for(const nn::LoadedVit& loaded) const;
   // The input of a model without a checkpoint (pretrain): the flags over vitune's defaults.
   ModelInput input_for(const nn::VitConfig& config) const;
+  // The flags given, as a command line passes them on (the demo's steps).
+  std::vector<std::string> arguments() const;
 
  private:
   ModelInput with_flags(const nn::VitConfig& config, nn::ModelPreprocessing preprocessing) const;
