@@ -100,7 +100,7 @@ void jpeg_folder(benchmark::State& state) {
   static const ImageFileDataset dataset = open_image_folder(write_jpeg_folder());
   TrainTransformOptions options;
   options.size = kJpegSide;
-  options.interpolation = Interpolation::Bicubic;
+  options.preprocessing.interpolation = Interpolation::Bicubic;
   run_loader(state, dataset, train_transform(options), 64);
 }
 

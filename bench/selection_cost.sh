@@ -57,15 +57,15 @@ for model in $MODELS; do
       fi
       VIT_B=$OUT/vit_b16_random.safetensors
       # shellcheck disable=SC2086
-      "$VITUNE" anchor --model "$VIT_B" --data "cifar10:$OUT/pre_random.bin" --normalization imagenet \
+      "$VITUNE" anchor --model "$VIT_B" --data "cifar10:$OUT/pre_random.bin" --normalization imagenet --resize-images \
         $RUN --out "$OUT/vit_b16_anchor.safetensors"
       # shellcheck disable=SC2086
       "$VITUNE" select --method gdfps --model "$VIT_B" --anchor "$OUT/vit_b16_anchor.safetensors" \
-        --data "cifar10:$OUT/task_random.bin" --normalization imagenet --k "$K" $RUN \
+        --data "cifar10:$OUT/task_random.bin" --normalization imagenet --resize-images --k "$K" $RUN \
         --out "$OUT/vit_b16_gdfps.safetensors" --results "$OUT/vit_b16_gdfps.json"
       # shellcheck disable=SC2086
       "$VITUNE" select --method gps --model "$VIT_B" --data "cifar10:$OUT/task_random.bin" \
-        --normalization imagenet --k "$K" $RUN --out "$OUT/vit_b16_gps.safetensors" \
+        --normalization imagenet --resize-images --k "$K" $RUN --out "$OUT/vit_b16_gps.safetensors" \
         --results "$OUT/vit_b16_gps.json"
       ;;
     *)

@@ -7,6 +7,7 @@
 #include "cli/device_options.h"
 #include "cli/model_options.h"
 #include "cli/output_paths.h"
+#include "cli/preprocess_options.h"
 #include "cli/progress.h"
 #include "cli/run_options.h"
 #include "data/dataset_spec.h"
@@ -26,7 +27,7 @@ struct AnchorOptions {
   int64_t images = 0;
   int64_t batch_size = 64;
   int loader_threads = 2;
-  std::string normalization = "half";
+  PreprocessOptions preprocess;
   std::string out;
   std::string results;
   OutputFlags output;
@@ -48,7 +49,8 @@ void run_anchor(const AnchorOptions& options) {
   data::LoaderOptions loader_options;
   loader_options.batch_size = options.batch_size;
   loader_options.threads = options.loader_threads;
-  data::Loader loader(*dataset, model_eval_transform(model.config(), options.normalization), loader_options);
+  data::Loader loader(*dataset, options.preprocess.input_for(loaded).eval_transform(*dataset, spec.canonical()),
+                      loader_options);
 
   peft::ActivationStats stats(model);
   Progress progress("anchor", dataset->size(), "image", 1000);
@@ -83,7 +85,7 @@ void add_anchor_command(CLI::App& app) {
       ->check(integer_in(1, 65536));
   command->add_option("--loader-threads", options->loader_threads, "Background threads decoding images")
       ->check(integer_in(1, 256));
-  command->add_option("--normalization", options->normalization, "Input normalisation preset: half or imagenet");
+  options->preprocess.add_to(*command);
   command->add_option("--out", options->out, "Write the anchor here (safetensors)")->required();
   command->add_option("--results", options->results, "Write a results JSON here");
   options->output.add_to(*command);

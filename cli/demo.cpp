@@ -20,6 +20,7 @@
 #include "cli/commands.h"
 #include "cli/demo_report.h"
 #include "cli/output_paths.h"
+#include "cli/preprocess_options.h"
 #include "engine/device.h"
 #include "engine/error.h"
 
@@ -40,6 +41,7 @@ struct DemoOptions {
   int lora_rank = 2;
   int jobs = 2;
   std::string device = "cpu";
+  PreprocessOptions preprocess;  // passed on to every step
   OutputFlags output;
 };
 
@@ -70,6 +72,8 @@ void run_steps(const std::vector<Step>& steps, const DemoOptions& options) {
     if (int(running.size()) >= options.jobs) finish_one();
     std::vector<std::string> args{"--threads", std::to_string(threads_each)};
     args.insert(args.end(), step.args.begin(), step.args.end());
+    const std::vector<std::string> preprocess = options.preprocess.arguments();
+    args.insert(args.end(), preprocess.begin(), preprocess.end());
     args.insert(args.end(), {"--device", options.device, "--no-lock"});  // the demo holds the locks
     if (options.output.overwrite) args.push_back("--overwrite");
     const std::string log = options.out + "/logs/" + step.id + ".out";
@@ -177,6 +181,7 @@ void add_demo_command(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--device", options->device, "Where every step computes: cpu, cuda, cuda:N or emulated")
       ->capture_default_str();
+  options->preprocess.add_to(*command);
   options->output.add_to(*command);
   command->callback([options] {
     parse_device(options->device, "--device");

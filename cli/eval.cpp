@@ -24,7 +24,8 @@ void run_eval(const EvalOptions& options) {
   const Device device = options.device.select();
   nn::LoadedVit loaded = options.model.load_model(device);
   VITUNE_CHECK(loaded.model->head, options.model.path, ": the model has no head (num_classes 0) to evaluate");
-  OpenedData eval = open_eval_data(options.data.eval_spec, options.data, loaded.model->config());
+  const ModelInput input = options.data.preprocess.input_for(loaded);
+  OpenedData eval = open_eval_data(options.data.eval_spec, options.data, input);
   VITUNE_CHECK(eval.dataset->num_classes() <= loaded.model->config().num_classes, options.data.eval_spec, ": has ",
                eval.dataset->num_classes(), " classes but the model's head has ", loaded.model->config().num_classes);
   Progress progress("eval", eval.loader->batches_per_epoch(), "batch", 10);
@@ -36,6 +37,7 @@ void run_eval(const EvalOptions& options) {
   nlohmann::ordered_json results = {{"command", "eval"},
                                     {"model", options.model.path},
                                     {"config", nlohmann::ordered_json::parse(loaded.model->config().to_json())},
+                                    {"preprocessing", nlohmann::ordered_json::parse(input.pretrained_cfg())},
                                     {"data", eval.canonical_spec},
                                     {"eval", eval_json(result)},
                                     {"skipped_images", eval.loader->skipped_images()}};

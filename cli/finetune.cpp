@@ -108,7 +108,7 @@ void run_finetune(const FinetuneOptions& options) {
   model.reset_head(classes, options.run.output.seed);
   nlohmann::ordered_json results = {{"command", "finetune"}, {"base_model", options.model.path}};
   results.update(set_trainable(options, model));
-  train_and_report("finetune", model, options.run, results);
+  train_and_report("finetune", model, options.run.data.preprocess.input_for(loaded), options.run, results);
 }
 
 }  // namespace

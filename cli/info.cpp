@@ -8,10 +8,28 @@
 #include "engine/devices.h"
 #include "engine/parallel.h"
 #include "nn/components.h"
+#include "nn/preprocessing.h"
 
 namespace vitune::cli {
 
 namespace {
+
+std::string joined(const std::vector<float>& values) {
+  std::string out;
+  for (float v : values) out += (out.empty() ? "" : ",") + cat(v);
+  return out;
+}
+
+// The preprocessing the commands feed the model with (before any flag), and where each
+// value came from.
+void print_preprocessing(const nn::LoadedVit& loaded) {
+  const nn::ModelPreprocessing pre = nn::read_preprocessing(loaded);
+  const data::Preprocessing& p = pre.values;
+  std::printf("preprocess  mean %s, std %s, crop_pct %g, crop_mode %s, interpolation %s\n",
+              joined(p.normalization.mean).c_str(), joined(p.normalization.std).c_str(), p.crop_pct,
+              data::crop_mode_name(p.crop_mode), data::interpolation_name(p.interpolation));
+  for (const auto& [field, source] : pre.sources) std::printf("%-11s %s\n", field.c_str(), source.c_str());
+}
 
 std::string with_commas(int64_t n) {
   std::string digits = std::to_string(n), out;
@@ -41,6 +59,7 @@ void print_info(const ModelOptions& options) {
   for (const auto& [field, source] : loaded.sources) std::printf("%-11s %s\n", field.c_str(), source.c_str());
   std::printf("tokens      %d (%d patches of %dx%d + %d prefix)\n", c.tokens(), c.num_patches(), c.patch, c.patch,
               c.prefix_tokens());
+  print_preprocessing(loaded);
   std::map<std::string, int> dtype_counts;
   for (const auto& [name, dtype] : loaded.stored_dtypes) ++dtype_counts[dtype_name(dtype)];
   std::string dtypes;

@@ -18,6 +18,7 @@
 #include "cli/output_paths.h"
 #include "cli/plots.h"
 #include "cli/progress.h"
+#include "cli/preprocess_options.h"
 #include "cli/run_options.h"
 #include "data/dataset_spec.h"
 #include "data/loader.h"
@@ -43,7 +44,7 @@ struct PlasticityCommandOptions {
   bool fc1_no_gelu = false;
   bool in_order = false;
   uint64_t seed = 0;
-  std::string normalization = "half";
+  PreprocessOptions preprocess;
   int loader_threads = 2;
   OutputFlags output;
 };
@@ -56,7 +57,7 @@ struct ImageSource {
 };
 
 ImageSource open_images(const std::string& spec_text, const PlasticityCommandOptions& options,
-                        const nn::VitConfig& model) {
+                        const ModelInput& input) {
   data::DatasetSpec spec = data::parse_dataset_spec(spec_text);
   ImageSource source;
   source.dataset = data::open_dataset(spec);
@@ -67,7 +68,7 @@ ImageSource open_images(const std::string& spec_text, const PlasticityCommandOpt
   loader.seed = options.seed;
   loader.threads = options.loader_threads;
   source.loader = std::make_unique<data::Loader>(*source.dataset,
-                                                 model_eval_transform(model, options.normalization), loader);
+                                                 input.eval_transform(*source.dataset, source.canonical_spec), loader);
   return source;
 }
 
@@ -212,11 +213,12 @@ void run_plasticity(const PlasticityCommandOptions& options) {
   const Device device = options.device.select();
   nn::LoadedVit loaded = options.model.load_model(device);
   const nn::VisionTransformer& model = *loaded.model;
-  ImageSource downstream = open_images(options.data, options, model.config());
+  const ModelInput input = options.preprocess.input_for(loaded);
+  ImageSource downstream = open_images(options.data, options, input);
   ImageSource reference_source;
   int64_t total = images_to_take(options.images, downstream);
   if (reference) {
-    reference_source = open_images(options.reference_data, options, model.config());
+    reference_source = open_images(options.reference_data, options, input);
     total = std::min(total, images_to_take(options.images, reference_source));
   }
   VITUNE_CHECK(total >= (reference ? 1 : 2), "plasticity: ", total, " image(s) give no pair to measure");
@@ -288,8 +290,7 @@ void add_plasticity_command(CLI::App& app) {
   command->add_flag("--fc1-no-gelu", options->fc1_no_gelu, "Paper protocol: fc1 ends before its GELU (fc1_pre)");
   command->add_option("--seed", options->seed, "Seed of the shuffle that picks the images")->check(seed_value());
   command->add_flag("--in-order", options->in_order, "Take the first images in dataset order instead of shuffling");
-  command->add_option("--normalization", options->normalization,
-                      "Input normalisation preset: half (0.5/0.5) or imagenet");
+  options->preprocess.add_to(*command);
   command
       ->add_option("--loader-threads", options->loader_threads, "Background threads decoding and transforming images")
       ->check(integer_in(1, 256));

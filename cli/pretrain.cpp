@@ -23,7 +23,8 @@ void run_pretrain(PretrainOptions options) {
   config.validate("model flags");
   nn::VisionTransformer model(config, options.run.device.select());
   model.init_weights(options.run.output.seed);
-  train_and_report("pretrain", model, options.run, {{"command", "pretrain"}});
+  train_and_report("pretrain", model, options.run.data.preprocess.input_for(config), options.run,
+                   {{"command", "pretrain"}});
 }
 
 }  // namespace

@@ -27,8 +27,8 @@ struct ProbeOptions {
 
 // The pooled features of every image of `spec`, without augmentation.
 peft::ProbeFeatures features_of(const std::string& spec, const ProbeOptions& options, const nn::LoadedVit& loaded,
-                                OpenedData& opened) {
-  opened = open_eval_data(spec, options.data, loaded.model->config());
+                                const ModelInput& input, OpenedData& opened) {
+  opened = open_eval_data(spec, options.data, input);
   Progress progress("features of " + spec, opened.loader->batches_per_epoch(), "batch", 10);
   peft::ProbeFeatures features =
       peft::extract_features(*loaded.model, *opened.loader, opened.loader->batches_per_epoch());
@@ -44,9 +44,10 @@ void run_probe(const ProbeOptions& options) {
   outputs.input(options.model.path).file("--results", options.output.results).check_and_lock();
   const Device device = options.device.select();
   nn::LoadedVit loaded = options.model.load_model(device);
+  const ModelInput input = options.data.preprocess.input_for(loaded);
   OpenedData train, eval;
-  const peft::ProbeFeatures train_features = features_of(options.data.train_spec, options, loaded, train);
-  const peft::ProbeFeatures eval_features = features_of(options.data.eval_spec, options, loaded, eval);
+  const peft::ProbeFeatures train_features = features_of(options.data.train_spec, options, loaded, input, train);
+  const peft::ProbeFeatures eval_features = features_of(options.data.eval_spec, options, loaded, input, eval);
   const int64_t classes = train.dataset->num_classes();
   VITUNE_CHECK(eval.dataset->num_classes() <= classes, "--eval-data: ", options.data.eval_spec, " has ",
                eval.dataset->num_classes(), " classes but the training data (--data) has ", classes);
@@ -66,6 +67,7 @@ void run_probe(const ProbeOptions& options) {
       {"command", "probe"},
       {"model", options.model.path},
       {"config", nlohmann::ordered_json::parse(loaded.model->config().to_json())},
+      {"preprocessing", nlohmann::ordered_json::parse(input.pretrained_cfg())},
       {"data_spec", options.data.train_spec},
       {"eval_data_spec", options.data.eval_spec},
       {"data", train.canonical_spec},

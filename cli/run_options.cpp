@@ -6,7 +6,6 @@
 
 #include "data/dataset_spec.h"
 #include "data/open_dataset.h"
-#include "data/transform_presets.h"
 #include "engine/allocator.h"
 #include "engine/atomic_file.h"
 
@@ -26,31 +25,27 @@ void DataOptions::add_to(CLI::App& command, bool training) {
   command.add_option("--eval-batch-size", eval_batch_size, "Evaluation batch size")->check(integer_in(1, 65536));
   command.add_option("--loader-threads", loader_threads, "Background threads decoding and transforming images")
       ->check(integer_in(1, 256));
-  command.add_option("--normalization", normalization, "Input normalisation preset: half (0.5/0.5) or imagenet");
+  preprocess.add_to(command);
   command.add_flag("--skip-bad-images", skip_bad_images,
                    "Leave out images that cannot be read or decoded, and count them, instead of stopping");
 }
 
 namespace {
 
-OpenedData open_data(const std::string& spec_text, data::Transform transform, data::LoaderOptions loader) {
+// The dataset of `spec_text` and a loader over it through the transform `make` gives.
+template <class MakeTransform>
+OpenedData open_data(const std::string& spec_text, MakeTransform make, data::LoaderOptions loader) {
   data::DatasetSpec spec = data::parse_dataset_spec(spec_text);
   OpenedData opened;
   opened.dataset = data::open_dataset(spec);
   opened.canonical_spec = spec.canonical();
-  opened.loader = std::make_unique<data::Loader>(*opened.dataset, std::move(transform), loader);
+  opened.loader = std::make_unique<data::Loader>(*opened.dataset, make(*opened.dataset, opened.canonical_spec), loader);
   return opened;
 }
 
 }  // namespace
 
-OpenedData open_training_data(const DataOptions& options, const nn::VitConfig& model, uint64_t seed) {
-  data::TrainTransformOptions transform;
-  transform.size = model.img_size;
-  transform.channels = model.in_chans;
-  transform.normalization = options.normalization;
-  transform.random_resized_crop = options.random_resized_crop;
-  transform.horizontal_flip = options.flip;
+OpenedData open_training_data(const DataOptions& options, const ModelInput& input, uint64_t seed) {
   data::LoaderOptions loader;
   loader.batch_size = options.batch_size;
   loader.shuffle = true;
@@ -58,23 +53,22 @@ OpenedData open_training_data(const DataOptions& options, const nn::VitConfig& m
   loader.drop_last = true;
   loader.threads = options.loader_threads;
   loader.skip_bad_images = options.skip_bad_images;
-  return open_data(options.train_spec, data::train_transform(transform), loader);
+  return open_data(
+      options.train_spec,
+      [&](const data::Dataset& dataset, const std::string& spec) {
+        return input.train_transform(dataset, spec, options.random_resized_crop, options.flip);
+      },
+      loader);
 }
 
-data::Transform model_eval_transform(const nn::VitConfig& model, const std::string& normalization) {
-  data::EvalTransformOptions transform;
-  transform.size = model.img_size;
-  transform.channels = model.in_chans;
-  transform.normalization = normalization;
-  return data::eval_transform(transform);
-}
-
-OpenedData open_eval_data(const std::string& spec, const DataOptions& options, const nn::VitConfig& model) {
+OpenedData open_eval_data(const std::string& spec, const DataOptions& options, const ModelInput& input) {
   data::LoaderOptions loader;
   loader.batch_size = options.eval_batch_size;
   loader.threads = options.loader_threads;
   loader.skip_bad_images = options.skip_bad_images;
-  return open_data(spec, model_eval_transform(model, options.normalization), loader);
+  return open_data(
+      spec, [&](const data::Dataset& dataset, const std::string& name) { return input.eval_transform(dataset, name); },
+      loader);
 }
 
 void OptimOptions::add_to(CLI::App& command) {

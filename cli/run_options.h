@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/output_paths.h"
+#include "cli/preprocess_options.h"
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "nn/trainer.h"
@@ -22,7 +23,7 @@ struct DataOptions {
   int64_t batch_size = 128;
   int eval_batch_size = 256;
   int loader_threads = 2;
-  std::string normalization = "half";
+  PreprocessOptions preprocess;
   bool flip = false;
   bool random_resized_crop = false;
   bool skip_bad_images = false;
@@ -30,17 +31,14 @@ struct DataOptions {
   void add_to(CLI::App& command, bool training);
 };
 
-// A dataset and a loader over it, made for a model's input size and channels.
+// A dataset and a loader over it, made for a model's input.
 struct OpenedData {
   std::shared_ptr<const data::Dataset> dataset;
   std::unique_ptr<data::Loader> loader;
   std::string canonical_spec;
 };
-// The evaluation transform (resize, centre crop, channels, normalisation preset) that
-// gives images of the model's input size and channels.
-data::Transform model_eval_transform(const nn::VitConfig& model, const std::string& normalization);
-OpenedData open_training_data(const DataOptions& options, const nn::VitConfig& model, uint64_t seed);
-OpenedData open_eval_data(const std::string& spec, const DataOptions& options, const nn::VitConfig& model);
+OpenedData open_training_data(const DataOptions& options, const ModelInput& input, uint64_t seed);
+OpenedData open_eval_data(const std::string& spec, const DataOptions& options, const ModelInput& input);
 
 struct OptimOptions {
   std::string optimizer = "adamw";

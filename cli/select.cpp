@@ -11,6 +11,7 @@
 #include "cli/model_options.h"
 #include "cli/output_paths.h"
 #include "cli/progress.h"
+#include "cli/preprocess_options.h"
 #include "cli/run_options.h"
 #include "data/dataset_spec.h"
 #include "data/open_dataset.h"
@@ -41,24 +42,31 @@ struct SelectOptions {
   std::vector<std::string> selectable;
   std::vector<std::string> full;
   int loader_threads = 2;
-  std::string normalization = "half";
+  PreprocessOptions preprocess;
   std::string results;
   OutputFlags output;
 };
 
+// The task's images and the views the model sees them through: the evaluation
+// transform, and GPS's augmented view (random resized crops and flips).
 struct TaskData {
   std::shared_ptr<const data::Dataset> dataset;
   std::string spec;  // canonical
+  data::Transform eval_view, train_view;
 };
 
-TaskData open_task_data(const SelectOptions& options) {
+TaskData open_task_data(const SelectOptions& options, const ModelInput& input) {
   const data::DatasetSpec spec = data::parse_dataset_spec(options.data);
-  TaskData task{data::open_dataset(spec), spec.canonical()};
+  TaskData task;
+  task.dataset = data::open_dataset(spec);
+  task.spec = spec.canonical();
   if (options.images > 0) {
     VITUNE_CHECK(options.images <= task.dataset->size(), "--images ", options.images, ": ", task.spec, " has only ",
                  task.dataset->size(), " images");
     task.dataset = data::first_examples(task.dataset, options.images);
   }
+  task.eval_view = input.eval_transform(*task.dataset, task.spec);
+  task.train_view = input.train_transform(*task.dataset, task.spec, true, true);
   return task;
 }
 
@@ -68,8 +76,7 @@ std::vector<peft::TensorSelection> select_gdfps(const nn::VisionTransformer& mod
   data::LoaderOptions loader_options;
   loader_options.batch_size = options.batch_size;
   loader_options.threads = options.loader_threads;
-  data::Loader loader(*task.dataset, model_eval_transform(model.config(), options.normalization),
-                      loader_options);
+  data::Loader loader(*task.dataset, task.eval_view, loader_options);
   peft::ActivationStats stats(model);
   Progress progress("task statistics", task.dataset->size(), "image", 1000);
   peft::measure_activations(stats, loader, [&](int64_t done) { progress.update(done); });
@@ -84,13 +91,7 @@ std::vector<peft::TensorSelection> select_gps(nn::VisionTransformer& model, cons
   gps.batch_size = options.batch_size;
   gps.seed = options.seed;
   gps.loader_threads = options.loader_threads;
-  data::TrainTransformOptions train_view;
-  train_view.size = model.config().img_size;
-  train_view.channels = model.config().in_chans;
-  train_view.normalization = options.normalization;
-  const auto scores = peft::gps_scores(model, names, *task.dataset,
-                                       model_eval_transform(model.config(), options.normalization),
-                                       data::train_transform(train_view), gps);
+  const auto scores = peft::gps_scores(model, names, *task.dataset, task.eval_view, task.train_view, gps);
   std::vector<peft::TensorSelection> selections;
   for (const auto& [name, score] : scores) {
     selections.push_back({name, peft::top_k_per_row(peft::as_rows(score), options.k)});
@@ -158,7 +159,7 @@ void run_select(const SelectOptions& options) {
   const peft::SelectionPolicy policy = policy_of(options);
   const peft::PolicyTargets targets = peft::resolve_policy(model, policy);
   TaskData task;
-  if (!options.data.empty()) task = open_task_data(options);
+  if (!options.data.empty()) task = open_task_data(options, options.preprocess.input_for(loaded));
 
   reset_peak_memory(Device::cpu());
   reset_peak_memory(device);
@@ -254,7 +255,7 @@ void add_select_command(CLI::App& app) {
       ->delimiter(',');
   command->add_option("--loader-threads", options->loader_threads, "Background threads decoding images")
       ->check(integer_in(1, 256));
-  command->add_option("--normalization", options->normalization, "Input normalisation preset: half or imagenet");
+  options->preprocess.add_to(*command);
   command->add_option("--results", options->results, "Write a results JSON here");
   options->output.add_to(*command);
   command->callback([options] { run_select(*options); });

@@ -65,13 +65,13 @@ CommandOutputs check_training_outputs(const RunOptions& options, const std::vect
   return outputs;
 }
 
-void train_and_report(const std::string& command, nn::VisionTransformer& model, const RunOptions& options,
-                      nlohmann::ordered_json results) {
+void train_and_report(const std::string& command, nn::VisionTransformer& model, const ModelInput& input,
+                      const RunOptions& options, nlohmann::ordered_json results) {
   const OutputOptions& out = options.output;
   const Device device = model.device();
-  OpenedData train = open_training_data(options.data, model.config(), out.seed);
+  OpenedData train = open_training_data(options.data, input, out.seed);
   OpenedData eval;
-  if (!options.data.eval_spec.empty()) eval = open_eval_data(options.data.eval_spec, options.data, model.config());
+  if (!options.data.eval_spec.empty()) eval = open_eval_data(options.data.eval_spec, options.data, input);
   nn::TrainConfig config = options.optim.train_config(train.loader->batches_per_epoch());
   config.checkpoint_path = out.checkpoint;
   config.log_path = out.log;
@@ -101,11 +101,12 @@ void train_and_report(const std::string& command, nn::VisionTransformer& model, 
 
   const bool merge_lora = model.has_lora();
   if (merge_lora) model.merge_lora();
-  nn::save_vit(out.model_out, model, {{"data", train.canonical_spec}});
+  nn::save_vit(out.model_out, model, {{"data", train.canonical_spec}, {"pretrained_cfg", input.pretrained_cfg()}});
   print_wrote(merge_lora ? "model (LoRA merged into the weights)" : "model", out.model_out);
   if (!out.checkpoint.empty()) print_wrote("checkpoint", out.checkpoint);
   if (!out.log.empty()) print_wrote("log", out.log);
   results["config"] = nlohmann::ordered_json::parse(model.config().to_json());
+  results["preprocessing"] = nlohmann::ordered_json::parse(input.pretrained_cfg());
   results["data"] = train.canonical_spec;
   results["train_examples"] = train.dataset->size();
   results["seed"] = out.seed;

@@ -37,9 +37,10 @@ struct RunOptions {
 CommandOutputs check_training_outputs(const RunOptions& options, const std::vector<std::string>& inputs);
 
 // `results` comes in with the command's own fields and goes out with the rest. The model
-// was built on --device (RunOptions::device.select()) and trains there.
-void train_and_report(const std::string& command, nn::VisionTransformer& model, const RunOptions& options,
-                      nlohmann::ordered_json results);
+// was built on --device (RunOptions::device.select()) and trains there, fed as `input`
+// says; the saved model carries that preprocessing in its pretrained_cfg metadata.
+void train_and_report(const std::string& command, nn::VisionTransformer& model, const ModelInput& input,
+                      const RunOptions& options, nlohmann::ordered_json results);
 
 int64_t trainable_parameter_count(const nn::VisionTransformer& model);
 

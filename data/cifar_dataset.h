@@ -26,6 +26,7 @@ class CifarDataset : public Dataset {
   int64_t label(int64_t i) const override;
   Image load(int64_t i) const override;
   std::string describe(int64_t i) const override;
+  std::optional<ImageSize> fixed_size() const override { return ImageSize{32, 32}; }
 
  private:
   struct FileRange {

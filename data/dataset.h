@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "data/image.h"
@@ -24,6 +25,9 @@ class Dataset {
   virtual Image load(int64_t i) const = 0;
   // Where example i comes from, for messages: a file path or "file.gz record N".
   virtual std::string describe(int64_t i) const = 0;
+  // The size every image has when the format fixes it (IDX, CIFAR); none when images
+  // may differ (folders, lists), which a model's preprocessing resizes as a matter of course.
+  virtual std::optional<ImageSize> fixed_size() const { return std::nullopt; }
 };
 
 // An image that cannot be read or decoded. The message names the file. The loader can

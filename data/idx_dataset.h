@@ -23,6 +23,7 @@ class IdxDataset : public Dataset {
   int64_t label(int64_t i) const override;
   Image load(int64_t i) const override;
   std::string describe(int64_t i) const override;
+  std::optional<ImageSize> fixed_size() const override { return ImageSize{rows_, cols_}; }
 
  private:
   std::string images_path_;

@@ -8,6 +8,13 @@
 
 namespace vitune::data {
 
+// The height and width of an image.
+struct ImageSize {
+  int height = 0;
+  int width = 0;
+  bool operator==(const ImageSize& other) const { return height == other.height && width == other.width; }
+};
+
 struct Image {
   int height = 0;
   int width = 0;

@@ -33,6 +33,7 @@ class SubsetDataset : public Dataset {
   int64_t label(int64_t i) const override;
   Image load(int64_t i) const override;
   std::string describe(int64_t i) const override;
+  std::optional<ImageSize> fixed_size() const override { return base_->fixed_size(); }
 
   // The index of example i in the underlying dataset.
   int64_t base_index(int64_t i) const;

@@ -15,26 +15,33 @@ Normalization normalization_preset(const std::string& name) {
   throw Error(cat("normalisation preset \"", name, "\" is unknown (expected imagenet or half)"));
 }
 
+const char* crop_mode_name(CropMode mode) { return mode == CropMode::Centre ? "center" : "squash"; }
+
 Transform eval_transform(const EvalTransformOptions& options) {
-  VITUNE_CHECK(options.crop_pct > 0 && options.crop_pct <= 1, "eval transform: crop_pct ",
-               options.crop_pct, " is not in (0, 1]");
-  const int scale_size = int(std::floor(double(options.size) / options.crop_pct));
-  const Normalization norm = normalization_preset(options.normalization);
+  const Preprocessing& p = options.preprocessing;
+  VITUNE_CHECK(p.crop_pct > 0 && p.crop_pct <= 1, "eval transform: crop_pct ", p.crop_pct, " is not in (0, 1]");
+  const int scale_size = int(std::floor(double(options.size) / p.crop_pct));
+  const Normalization& norm = p.normalization;
   Transform transform;
-  transform.then(std::make_shared<ResizeShorterSide>(scale_size, options.interpolation))
-      .then(std::make_shared<CentreCrop>(options.size, options.size))
+  if (p.crop_mode == CropMode::Squash) {
+    transform.then(std::make_shared<Resize>(scale_size, scale_size, p.interpolation));
+  } else {
+    transform.then(std::make_shared<ResizeShorterSide>(scale_size, p.interpolation));
+  }
+  transform.then(std::make_shared<CentreCrop>(options.size, options.size))
       .then(std::make_shared<ToChannels>(options.channels))
       .then(std::make_shared<Normalize>(norm.mean, norm.std));
   return transform;
 }
 
 Transform train_transform(const TrainTransformOptions& options) {
-  const Normalization norm = normalization_preset(options.normalization);
+  const Normalization& norm = options.preprocessing.normalization;
+  const Interpolation interpolation = options.preprocessing.interpolation;
   Transform transform;
   if (options.random_resized_crop) {
-    transform.then(std::make_shared<RandomResizedCrop>(options.size, options.interpolation));
+    transform.then(std::make_shared<RandomResizedCrop>(options.size, interpolation));
   } else {
-    transform.then(std::make_shared<Resize>(options.size, options.size, options.interpolation));
+    transform.then(std::make_shared<Resize>(options.size, options.size, interpolation));
   }
   if (options.horizontal_flip) transform.then(std::make_shared<RandomHorizontalFlip>(0.5));
   transform.then(std::make_shared<ToChannels>(options.channels))

@@ -274,7 +274,7 @@ anchor_run() {
   start=$(now)
   # shellcheck disable=SC2086  # $1 is empty or one flag
   limited "$3" "$VITUNE" anchor --model "$SCRATCH/anchor/vit_b16_random.safetensors" \
-    --data "cifar10:$SCRATCH/anchor/pre_random.bin" --normalization imagenet --batch-size "$ANCHOR_BATCH" \
+    --data "cifar10:$SCRATCH/anchor/pre_random.bin" --normalization imagenet --resize-images --batch-size "$ANCHOR_BATCH" \
     --loader-threads "$LOADER_THREADS" --device "$DEVICE" $1 --overwrite --out "$SCRATCH/anchor/anchor$2.safetensors" \
     --results "$RESULTS/anchor$2.json"
   status=$?

@@ -71,6 +71,29 @@ TEST(DemoCommand, RunsEveryStepAndWritesTheTableAndCharts) {
   EXPECT_EQ(read_raw(out + "/demo.json"), before);
 }
 
+TEST(DemoCommand, PassesThePreprocessingFlagsToEveryStep) {
+  if (!fashion_mnist_installed()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  // A 16-pixel model on 28-pixel images: every step is refused without --resize-images.
+  const std::string out = ::testing::TempDir() + "/demo_preprocessing";
+  std::filesystem::remove_all(out);
+  const std::string tiny = " --model " + data_path("tiny_vit.safetensors");
+  CliResult refused = run_vitune("demo" + tiny + demo_flags(out));
+  EXPECT_NE(refused.status, 0);
+  CliResult demo = run_vitune("demo" + tiny + demo_flags(out) +
+                              " --overwrite --resize-images --mean 0.25,0.5,0.125 --interpolation bilinear");
+  ASSERT_EQ(demo.status, 0) << demo.output;
+  for (const char* step : {"plasticity", "anchor", "select_gps", "full", "lora"}) {
+    const std::string log = read_raw(out + "/logs/" + step + ".out");
+    EXPECT_NE(log.find("--mean 0.25,0.5,0.125 --interpolation bilinear --resize-images"), std::string::npos)
+        << step << ":\n" << log;
+  }
+  // The model's own std (0.5) applies to each of the three channels.
+  const nlohmann::json used = read_json(out + "/runs/full.json")["preprocessing"];
+  EXPECT_EQ(used["mean"], nlohmann::json::array({0.25, 0.5, 0.125}));
+  EXPECT_EQ(used["std"], nlohmann::json::array({0.5, 0.5, 0.5}));
+  std::filesystem::remove_all(out);
+}
+
 TEST(DemoCommand, AFailingStepStopsItNamingTheStepAndItsLog) {
   const std::string out = ::testing::TempDir() + "/demo_failing";
   std::filesystem::remove_all(out);

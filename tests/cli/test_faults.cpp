@@ -28,11 +28,6 @@ std::string temp_folder(const std::string& name) {
   return folder;
 }
 
-std::vector<std::string> plus(std::vector<std::string> words, const std::vector<std::string>& more) {
-  words.insert(words.end(), more.begin(), more.end());
-  return words;
-}
-
 // Every tensor of `a` equals `b`'s bit for bit, with the same names, dtypes and shapes.
 ::testing::AssertionResult same_bits(const std::string& a, const std::string& b) {
   nn::SafetensorsFile first = nn::read_safetensors(a), second = nn::read_safetensors(b);

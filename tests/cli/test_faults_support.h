@@ -58,6 +58,14 @@ inline std::string write_tiny_idx(const std::string& folder, int count = 64, int
   return "idx:" + folder + "/images-idx3-ubyte," + folder + "/labels-idx1-ubyte";
 }
 
+// `words` followed by `more`: a command line with flags added.
+inline std::vector<std::string> plus(std::vector<std::string> words, const std::vector<std::string>& more) {
+  words.insert(words.end(), more.begin(), more.end());
+  return words;
+}
+
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
 // The flags of a tiny, fast training run on write_tiny_idx's images.
 inline std::vector<std::string> tiny_pretrain(const std::string& spec, const std::string& batch_size = "8") {
   return {"pretrain", "--data", spec, "--img-size", "8", "--patch", "4", "--dim", "16", "--depth", "1",

@@ -34,6 +34,20 @@ TEST(InfoFamilies, ImgSizeResamplesThePositionEmbedding) {
   expect_lines(bad, {"--img-size 22 must be a multiple of the patch size 4"});
 }
 
+TEST(InfoFamilies, SaysThePreprocessingAndWhereEachValueCameFrom) {
+  CliResult hf = run_vitune("info " + data_path("preprocessing/hf_vit/model.safetensors"));
+  ASSERT_EQ(hf.status, 0) << hf.output;
+  const std::string file = data_path("preprocessing/hf_vit/preprocessor_config.json");
+  expect_lines(hf, {"preprocess  mean 0.4,0.45,0.5, std 0.2,0.25,0.3, crop_pct 0.888889, crop_mode center, "
+                    "interpolation bicubic"});
+  for (const std::string field : {"mean        from ", "crop_pct    from ", "interpolation from "}) {
+    EXPECT_NE(hf.output.find(field + file), std::string::npos) << field << "\n" << hf.output;
+  }
+  CliResult own = run_vitune("info " + data_path("tiny_vit.safetensors"));
+  expect_lines(own, {"preprocess  mean 0.5, std 0.5, crop_pct 1, crop_mode center, interpolation bicubic",
+                     "std         vitune default"});
+}
+
 TEST(InfoFamilies, RefusalsNameTheFlagToPass) {
   CliResult no_heads = run_vitune("info " + family("timm_no_qkv_bias.safetensors"));
   EXPECT_EQ(no_heads.status, 1);

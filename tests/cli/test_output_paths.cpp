@@ -23,13 +23,6 @@ std::string temp_folder(const std::string& name) {
   return folder;
 }
 
-std::vector<std::string> plus(std::vector<std::string> words, const std::vector<std::string>& more) {
-  words.insert(words.end(), more.begin(), more.end());
-  return words;
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 class OutputPaths : public OnDevice {
  protected:
   void SetUp() override {

@@ -19,7 +19,8 @@ const std::string kReference = "\"fashion-mnist:test?classes=3-5&limit=40\"";
 std::string temp(const std::string& name) { return ::testing::TempDir() + "/plasticity_" + name; }
 
 std::string base_command() {
-  return "plasticity --model " + data_path("tiny_vit.safetensors") + " --data " + kData + " --loader-threads 1";
+  return "plasticity --model " + data_path("tiny_vit.safetensors") + " --data " + kData + " --loader-threads 1" +
+         " --resize-images";
 }
 
 std::vector<std::string> read_lines(const std::string& path) {

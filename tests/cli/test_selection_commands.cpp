@@ -36,14 +36,13 @@ class SelectionCommands : public ::testing::Test {
     write_cifar(temp("pre.bin"), 12, 0, 256, 1);
     write_cifar(temp("task.bin"), 10, 60, 200, 2);
     CliResult anchor = run_vitune("anchor --model " + model() + " --data cifar10:" + temp("pre.bin") +
-                                  " --batch-size 5 --loader-threads 1 --overwrite --out " + temp("anchor.safetensors"));
+                                  " --batch-size 5 --loader-threads 1 --resize-images --overwrite --out " + temp("anchor.safetensors"));
     ASSERT_EQ(anchor.status, 0) << anchor.output;
   }
   static std::string model() { return data_path("tiny_vit.safetensors"); }
   static std::string select(const std::string& method, const std::string& out, const std::string& extra) {
-    return "select --method " + method + " --model " + model() + " --k 3 --loader-threads 1 --overwrite --out " +
-        temp(out) +
-           " " + extra;
+    return "select --method " + method + " --model " + model() +
+           " --k 3 --loader-threads 1 --resize-images --overwrite --out " + temp(out) + " " + extra;
   }
   static std::string gdfps(const std::string& out, int batch) {
     return select("gdfps", out,
@@ -106,7 +105,7 @@ TEST_F(SelectionCommands, RefusesAnotherModelsAnchorAndMask) {
   nn::save_vit(temp("other.safetensors"), *other.model);
   CliResult run = run_vitune("select --method gdfps --model " + temp("other.safetensors") + " --anchor " +
                              temp("anchor.safetensors") + " --data cifar10:" + temp("task.bin") +
-                             " --k 3 --overwrite --out " + temp("bad.safetensors"));
+                             " --k 3 --resize-images --overwrite --out " + temp("bad.safetensors"));
   EXPECT_NE(run.status, 0);
   EXPECT_NE(run.output.find("backbone hash"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find(temp("anchor.safetensors")), std::string::npos) << run.output;

@@ -18,7 +18,7 @@ namespace vitune::testing {
 namespace {
 
 const std::string kData = " --data \"fashion-mnist:train?classes=5-9&per_class=8\"";
-const std::string kRun = kData + " --batch-size 16 --loader-threads 1 --steps 3 --lr 0.01";
+const std::string kRun = kData + " --batch-size 16 --loader-threads 1 --steps 3 --lr 0.01 --resize-images";
 const std::string kQkv = "blocks.0.attn.qkv.weight";
 
 std::string temp(const std::string& name) { return ::testing::TempDir() + "/sparse_" + name; }
@@ -126,7 +126,7 @@ TEST(SparseFinetune, LoraRunSavesAPlainVitThatEvalLoads) {
     EXPECT_EQ(bitwise_equal(after.at(name), before.at(name)), !merged) << name;
   }
   CliResult eval = run_vitune("eval --model " + temp("lora.safetensors") +
-                              " --data \"fashion-mnist:test?classes=5-9&limit=32\" --loader-threads 1");
+                              " --data \"fashion-mnist:test?classes=5-9&limit=32\" --loader-threads 1 --resize-images");
   EXPECT_EQ(eval.status, 0) << eval.output;
 }
 

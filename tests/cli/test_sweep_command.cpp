@@ -53,7 +53,7 @@ std::string plan_command(const std::string& dir, const std::string& model) {
   const std::string data = write_tiny_idx(dir + "_data");
   return "sweep plan --model " + model + " --data " + data + " --eval-data \"" + data + "?limit=32\"" +
          " --components mha,head --optimizers sgd --sgd-lrs 0.01 --seeds 0 --steps 3 --warmup-steps 1 --batch-size 16"
-         " --log-every 1 --out " + dir + " --loader-threads 1 --eval-batch-size 32";
+         " --log-every 1 --out " + dir + " --loader-threads 1 --eval-batch-size 32 --resize-images";
 }
 
 TEST(SweepCommand, PlanRunInShardsAndReport) {

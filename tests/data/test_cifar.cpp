@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "data/cifar_dataset.h"
+#include "data/subset.h"
 #include "data_test_files.h"
 
 namespace vitune::data {
@@ -56,6 +57,17 @@ TEST(CifarDataset, Cifar100UsesTheFineLabel) {
   EXPECT_EQ(dataset.label(2), 99);
   EXPECT_EQ(dataset.num_classes(), 100);
   EXPECT_EQ(dataset.load(1).at(4, 6, 1), pixel_value(6, 4, 6, 1));
+}
+
+TEST(CifarDataset, EveryImageIs32x32AndASubsetSaysSo) {
+  const std::string folder = fresh_folder();
+  write_bytes(folder + "/train.bin", records({1, 2, 3}, false, 0));
+  auto dataset = std::make_shared<CifarDataset>(CifarVariant::Cifar10, std::vector<std::string>{folder + "/train.bin"});
+  ASSERT_TRUE(dataset->fixed_size().has_value());
+  EXPECT_TRUE(*dataset->fixed_size() == (ImageSize{32, 32}));
+  const auto first = first_examples(dataset, 2);
+  ASSERT_TRUE(first->fixed_size().has_value());
+  EXPECT_TRUE(*first->fixed_size() == (ImageSize{32, 32}));
 }
 
 TEST(CifarDataset, PartialRecordIsAnError) {

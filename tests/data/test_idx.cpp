@@ -30,6 +30,9 @@ void expect_three_images(const IdxDataset& dataset) {
   EXPECT_EQ(dataset.label(0), 4);
   EXPECT_EQ(dataset.label(1), 0);
   EXPECT_EQ(dataset.label(2), 2);
+  // The format fixes every image's size, and says so (commands check it against the model).
+  ASSERT_TRUE(dataset.fixed_size().has_value());
+  EXPECT_TRUE(*dataset.fixed_size() == (ImageSize{2, 3}));
   const Image image = dataset.load(2);
   EXPECT_EQ(image.height, 2);
   EXPECT_EQ(image.width, 3);

@@ -199,8 +199,7 @@ TEST(EvalTransform, ResizesCropsConvertsAndNormalises) {
   // centred 4x4 at (round(0.5), round(1)) = (0, 1), then grey -> RGB and "half".
   EvalTransformOptions options;
   options.size = 4;
-  options.crop_pct = 0.8;
-  options.normalization = "half";
+  options.preprocessing.crop_pct = 0.8;
   const Transform transform = eval_transform(options);
   EXPECT_EQ(transform.describe(),
             "resize_shorter(5, bicubic) | centre_crop(4x4) | to_channels(3) | "

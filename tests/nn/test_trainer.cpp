@@ -52,7 +52,6 @@ data::Transform train_transform() {
   data::TrainTransformOptions options;
   options.size = 8;
   options.channels = 1;
-  options.normalization = "half";
   options.random_resized_crop = false;  // flips alone keep the task learnable
   return data::train_transform(options);
 }

@@ -137,7 +137,6 @@ std::vector<std::pair<std::string, Tensor>> measured_on(Device device) {
   data::EvalTransformOptions transform;
   transform.size = 8;
   transform.channels = 3;
-  transform.normalization = "half";
   data::LoaderOptions options;
   options.batch_size = 3;
   data::Loader loader(images, data::eval_transform(transform), options);

@@ -37,14 +37,12 @@ class PatternDataset : public data::Dataset {
 data::Transform eval_view() {
   data::EvalTransformOptions o;
   o.size = 16;
-  o.normalization = "half";
   return data::eval_transform(o);
 }
 
 data::Transform train_view() {
   data::TrainTransformOptions o;
   o.size = 16;
-  o.normalization = "half";
   return data::train_transform(o);
 }
 
