@@ -36,7 +36,7 @@ struct DemoOptions {
   int64_t steps = 160;
   int64_t batch_size = 50;
   int64_t anchor_images = 2000;
-  int64_t plasticity_images = 200;
+  int64_t plasticity_images = 800;
   int k = 4;
   int lora_rank = 2;
   int jobs = 2;
@@ -107,7 +107,7 @@ void run_demo(const DemoOptions& o) {
   std::printf("demo: plasticity, anchor, linear probe and selection\n");
   std::fflush(stdout);
   run_steps({{"plasticity",
-              {"plasticity", "--model", o.model, "--data", o.train_data, "--images",
+              {"plasticity", "--model", o.model, "--data", o.train_data, "--reference-data", o.pretrain_data, "--images",
                std::to_string(o.plasticity_images), "--out", o.out + "/plasticity.json", "--csv",
                o.out + "/plasticity.csv", "--svg", o.out + "/plasticity.svg"}},
              {"anchor",

@@ -38,7 +38,7 @@ struct PlasticityCommandOptions {
   std::string out;
   std::string csv;
   std::string svg;
-  std::string protocol = "paper";
+  std::string protocol = "reference";
   int64_t images = 256;
   int64_t batch_size = 64;
   bool fc1_no_gelu = false;
@@ -204,7 +204,9 @@ void run_plasticity(const PlasticityCommandOptions& options) {
   meter_options.fc1_gelu = !options.fc1_no_gelu;
   const bool reference = meter_options.protocol == peft::PlasticityProtocol::Reference;
   VITUNE_CHECK(!reference || !options.reference_data.empty(),
-               "--protocol reference pairs each image with an image of --reference-data, which is missing");
+               "--protocol reference (the default, as the paper's code measures) pairs each image of --data with ",
+               "an image of --reference-data (the pretraining data), which is missing; pass --reference-data, or ",
+               "--protocol paper to pair images of --data within a batch");
   VITUNE_CHECK(reference || options.reference_data.empty(),
                "--reference-data is read only by --protocol reference (the paper protocol pairs images of --data)");
   VITUNE_CHECK(reference || options.batch_size >= 2, "--batch-size ", options.batch_size,
@@ -279,10 +281,13 @@ void add_plasticity_command(CLI::App& app) {
   command->add_option("--csv", options->csv, "Also write a CSV: one row per block and component");
   command->add_option("--svg", options->svg, "Also write a chart: plasticity per component against the block");
   command->add_option("--protocol", options->protocol,
-                      "paper (each component on its own input, pairs within a batch) or reference (the paper's "
-                      "code: components on the embedding output, pairs with --reference-data)");
+                      "reference (the default, the paper's code: every component on the embedding output, image k "
+                      "of --data paired with image k of --reference-data) or paper (each component on its own "
+                      "input, pairs within a batch)")
+      ->capture_default_str();
   command->add_option("--reference-data", options->reference_data,
-                      "Reference protocol: the dataset whose image k is paired with image k of --data");
+                      "Reference protocol (the default): the pretraining data, whose image k is paired with image k "
+                      "of --data");
   command->add_option("--images", options->images, "Images of --data to use (and of --reference-data)")
       ->check(integer_in(1, int64_t(1) << 40));
   command->add_option("--batch-size", options->batch_size, "Images per forward pass (paper protocol: pairs within it)")

@@ -49,11 +49,10 @@ std::vector<Command> every_command() {
                        " --out {O}/finetuned.safetensors --results {O}/finetune.json"},
       {"finetune --bf16", "finetune --model " + kModel + " --data " + kTask + train +
                               " --bf16 --train mha,head --out {O}/bf16.safetensors"},
+      {"plasticity --protocol paper", "plasticity --model " + kModel + " --data " + kTask +
+                                          " --images 12 --batch-size 6 --protocol paper --out {O}/plasticity.json"},
       {"plasticity", "plasticity --model " + kModel + " --data " + kTask + " --images 12 --batch-size 6"
-                     " --out {O}/plasticity.json"},
-      {"plasticity --protocol reference",
-       "plasticity --model " + kModel + " --data " + kTask + " --images 12 --batch-size 6 --protocol reference"
-       " --reference-data " + kPretraining + " --out {O}/plasticity_reference.json"},
+                     " --reference-data " + kPretraining + " --out {O}/plasticity_reference.json"},
       {"anchor", "anchor --model " + kModel + " --data " + kPretraining + " --images 12 --batch-size 5"
                  " --out {O}/anchor.safetensors"},
       {"select gdfps", "select --method gdfps --model " + kModel + " --anchor {O}/anchor.safetensors --data " +

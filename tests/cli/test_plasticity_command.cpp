@@ -32,7 +32,7 @@ std::vector<std::string> read_lines(const std::string& path) {
 
 TEST(PlasticityCommand, PaperProtocolWritesJsonCsvAndChart) {
   if (!fashion_mnist_installed()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
-  CliResult run = run_vitune(base_command() + " --images 12 --batch-size 6 --overwrite --out " + temp("paper.json") +
+  CliResult run = run_vitune(base_command() + " --protocol paper --images 12 --batch-size 6 --overwrite --out " + temp("paper.json") +
                              " --csv " +
                              temp("paper.csv") + " --svg " + temp("paper.svg"));
   ASSERT_EQ(run.status, 0) << run.output;
@@ -88,7 +88,7 @@ TEST(PlasticityCommand, PaperProtocolWritesJsonCsvAndChart) {
 
 TEST(PlasticityCommand, SameSeedSameNumbersAndGeluOnlyMovesFc1) {
   if (!fashion_mnist_installed()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
-  const std::string common = base_command() + " --images 8 --batch-size 8 --seed 5";
+  const std::string common = base_command() + " --protocol paper --images 8 --batch-size 8 --seed 5";
   ASSERT_EQ(run_vitune(common + " --overwrite --out " + temp("a.json")).status, 0);
   ASSERT_EQ(run_vitune(common + " --overwrite --out " + temp("b.json")).status, 0);
   ASSERT_EQ(run_vitune(common + " --fc1-no-gelu --overwrite --out " + temp("c.json")).status, 0);
@@ -105,8 +105,8 @@ TEST(PlasticityCommand, SameSeedSameNumbersAndGeluOnlyMovesFc1) {
 
 TEST(PlasticityCommand, ReferenceProtocolPairsTheTwoDatasets) {
   if (!fashion_mnist_installed()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
-  CliResult run = run_vitune(base_command() + " --protocol reference --reference-data " + kReference +
-                             " --images 10 --batch-size 4 --overwrite --out " + temp("reference.json"));
+  // The reference protocol is the default.
+  CliResult run = run_vitune(base_command() + " --reference-data " + kReference + " --images 10 --batch-size 4 --overwrite --out " + temp("reference.json"));
   ASSERT_EQ(run.status, 0) << run.output;
   nlohmann::json result = read_json(temp("reference.json"));
   EXPECT_EQ(result["protocol"], "reference");
@@ -120,13 +120,14 @@ TEST(PlasticityCommand, ReferenceProtocolPairsTheTwoDatasets) {
 }
 
 TEST(PlasticityCommand, RefusesInconsistentFlags) {
-  CliResult no_reference = run_vitune(base_command() + " --protocol reference --overwrite --out " + temp("x.json"));
+  CliResult no_reference = run_vitune(base_command() + " --overwrite --out " + temp("x.json"));
   EXPECT_NE(no_reference.status, 0);
-  EXPECT_NE(no_reference.output.find("--reference-data"), std::string::npos) << no_reference.output;
+  EXPECT_NE(no_reference.output.find("pass --reference-data, or --protocol paper"), std::string::npos)
+      << no_reference.output;
   CliResult bad_protocol = run_vitune(base_command() + " --protocol papers --overwrite --out " + temp("x.json"));
   EXPECT_NE(bad_protocol.status, 0);
   EXPECT_NE(bad_protocol.output.find("papers"), std::string::npos) << bad_protocol.output;
-  CliResult single = run_vitune(base_command() + " --batch-size 1 --overwrite --out " + temp("x.json"));
+  CliResult single = run_vitune(base_command() + " --protocol paper --batch-size 1 --overwrite --out " + temp("x.json"));
   EXPECT_NE(single.status, 0);
   EXPECT_NE(single.output.find("--batch-size"), std::string::npos) << single.output;
   EXPECT_FALSE(std::ifstream(temp("x.json")).good());

@@ -128,7 +128,7 @@ TEST(SweepCommand, PlanRunInShardsAndReport) {
   const std::string model = data_path("tiny_vit.safetensors");
   const std::string data = plan_json["settings"]["data"], eval_data = plan_json["settings"]["eval_data"];
   CliResult probe = run_vitune("probe --model " + model + " --data " + data + " --eval-data \"" + eval_data +
-                               "\" --loader-threads 1 --results " + dir + "/probe.json");
+                               "\" --loader-threads 1 --resize-images --results " + dir + "/probe.json");
   ASSERT_EQ(probe.status, 0) << probe.output;
   nlohmann::json p = read_json(dir + "/probe.json");
   EXPECT_EQ(p["fit"]["examples"], 48);
