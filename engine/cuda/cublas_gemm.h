@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "engine/cuda/cuda_context.h"
+#include "engine/devices.h"
 #include "engine/error.h"
 
 namespace vitune::cuda {
@@ -25,12 +26,20 @@ struct RowMajorOperand {
   int64_t stride;
 };
 
+// The compute type of f32 products: TF32 tensor cores when tf32_enabled(), asked for
+// explicitly (the handle's TF32 math mode only permits them, and cuBLAS leaves them out
+// of some batched shapes), else full fp32.
+inline cublasComputeType_t f32_compute_type() {
+  return tf32_enabled() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
 inline cublasStatus_t strided_gemm(cublasHandle_t handle, cublasOperation_t op_a, cublasOperation_t op_b,
                                    int m, int n, int k, const float* alpha, const float* a, int lda,
                                    long long stride_a, const float* b, int ldb, long long stride_b,
                                    const float* beta, float* c, int ldc, long long stride_c, int batch) {
-  return cublasSgemmStridedBatched(handle, op_a, op_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c,
-                                   ldc, stride_c, batch);
+  return cublasGemmStridedBatchedEx(handle, op_a, op_b, m, n, k, alpha, a, CUDA_R_32F, lda, stride_a, b, CUDA_R_32F,
+                                    ldb, stride_b, beta, c, CUDA_R_32F, ldc, stride_c, batch, f32_compute_type(),
+                                    CUBLAS_GEMM_DEFAULT);
 }
 
 inline cublasStatus_t strided_gemm(cublasHandle_t handle, cublasOperation_t op_a, cublasOperation_t op_b,

@@ -1,7 +1,7 @@
 // GEMM on a CUDA device through cuBLAS, with the shape rules of the CPU gemm: leading
 // dimensions of a and c fold into rows when b is 2-D, c = alpha op(a) op(b) + beta c,
-// and beta = 0 ignores c's old contents. The handle's math mode (TF32 or full fp32) is
-// chosen by cublas(device), never per call. Under bf16 autocast (engine/autocast.h) the
+// and beta = 0 ignores c's old contents. f32 products run in TF32 or full fp32 as
+// tf32_enabled() says (cublas_gemm.h f32_compute_type). Under bf16 autocast (engine/autocast.h) the
 // f32 operands are converted to bfloat16 tensors and one cublasGemmStridedBatchedEx call
 // multiplies them on tensor cores with fp32 accumulation into the fp32 output.
 #include <cstdint>

@@ -37,7 +37,10 @@ __global__ void lattice_addresses_kernel(LatticeOperand<T> a, LatticeOperand<T> 
 cublasStatus_t batched_gemm(cublasHandle_t handle, cublasOperation_t op_a, cublasOperation_t op_b, int m, int n,
                             int k, const float* alpha, const float* const a[], int lda, const float* const b[],
                             int ldb, const float* beta, float* const c[], int ldc, int batch) {
-  return cublasSgemmBatched(handle, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, batch);
+  return cublasGemmBatchedEx(handle, op_a, op_b, m, n, k, alpha, reinterpret_cast<const void* const*>(a), CUDA_R_32F,
+                             lda, reinterpret_cast<const void* const*>(b), CUDA_R_32F, ldb, beta,
+                             reinterpret_cast<void* const*>(c), CUDA_R_32F, ldc, batch, f32_compute_type(),
+                             CUBLAS_GEMM_DEFAULT);
 }
 
 cublasStatus_t batched_gemm(cublasHandle_t handle, cublasOperation_t op_a, cublasOperation_t op_b, int m, int n,

@@ -159,12 +159,12 @@ TEST_F(CudaTensor, FreedBlocksAreCachedAndReleased) {
   void* first = nullptr;
   {
     Tensor t({bytes / 4}, DType::F32, gpu());
-    first = t.raw();
+    first = t.kernel_raw();
   }
   EXPECT_GE(memory_stats(gpu()).cached_bytes, bytes);
   {
     Tensor again({bytes / 4}, DType::F32, gpu());
-    EXPECT_EQ(again.raw(), first);
+    EXPECT_EQ(again.kernel_raw(), first);
   }
   release_cached_memory();
   EXPECT_EQ(memory_stats(gpu()).cached_bytes, 0);
