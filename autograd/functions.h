@@ -9,6 +9,10 @@ namespace vitune::autograd {
 
 // y = x W^T + b over the last dimension of x. weight [out, in]; bias [out] or undefined.
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias);
+// A linear layer with a LoRA adapter, in one function: y = x W^T + b + scaling (x A^T) B^T
+// with A [r, in] and B [out, r]. One output tensor; backward keeps only x and x A^T.
+Variable lora_linear(const Variable& x, const Variable& weight, const Variable& bias, const Variable& lora_a,
+                     const Variable& lora_b, double scaling);
 // LayerNorm over the last dimension with affine weight and bias [d].
 Variable layer_norm(const Variable& x, const Variable& weight, const Variable& bias, double eps);
 // Exact erf GELU.

@@ -1,28 +1,24 @@
-// linear: y = x W^T + b, the workhorse of every ViT layer.
+// linear: y = x W^T + b, the workhorse of every ViT layer, and the same layer with a
+// LoRA adapter folded in.
 #include "engine/ops.h"
 #include "autograd/functions.h"
 
 namespace vitune::autograd {
+namespace {
 
-// Backward, with X = x flattened to [T, in] and dY = dy flattened to [T, out]:
-//   dX = dY W              ([T, out] x [out, in])
-//   dW = dY^T X            ([out, T] x [T, in]), summed over all T tokens
-//   db = sum_t dY[t, :]
-// For an element-masked W only the selected (j, k) of dW are formed:
-//   dW[j, k] = sum_t dY[t, j] X[t, k]   (ops::masked_weight_grad, O(T * selected)).
-// A frozen W skips its product entirely; dX is formed only when x needs a gradient.
-Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
+// y = x W^T + b, with x2 and w set to x and W flattened to matrices [T, in] and [out, in].
+Tensor dense_forward(const Variable& x, const Variable& weight, const Variable& bias, Tensor& x2, Tensor& w) {
   const Tensor& xv = x.value();
   VITUNE_CHECK(weight.value().ndim() >= 2, "linear '", weight.name(), "': weight ",
                weight.value().str(), " is not a matrix");
-  Tensor w = weight.value().reshape({weight.value().dim(0), -1});
+  w = weight.value().reshape({weight.value().dim(0), -1});
   VITUNE_CHECK(xv.ndim() >= 1 && xv.dim(-1) == w.dim(1), "linear '", weight.name(),
                "': input ", xv.str(), " does not match weight ", w.str());
   int64_t out_features = w.dim(0), in_features = w.dim(1);
   Shape out_shape = xv.shape();
   out_shape.back() = out_features;
   Tensor y = Tensor::like(xv, out_shape);
-  Tensor x2 = xv.reshape({-1, in_features});
+  x2 = xv.reshape({-1, in_features});
   Tensor y2 = y.reshape({-1, out_features});
   ops::gemm(false, true, 1.0, x2, w, 0.0, y2);
   if (bias.defined()) {
@@ -30,28 +26,99 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
                  bias.value().str(), " for ", out_features, " outputs");
     ops::add_row_broadcast(y2, bias.value());
   }
+  return y;
+}
+
+// The gradients of W and b, those that are wanted, from dY [T, out] and X [T, in]:
+//   dW = dY^T X            ([out, T] x [T, in]), summed over all T tokens
+//   db = sum_t dY[t, :]
+// For an element-masked W only the selected (j, k) of dW are formed:
+//   dW[j, k] = sum_t dY[t, j] X[t, k]   (ops::masked_weight_grad, O(T * selected)).
+// A frozen W or b skips its product entirely.
+void weight_and_bias_grads(const Tensor& dy2, const Tensor& x2, const Tensor& w, const Variable& weight,
+                           const Variable& bias) {
+  GradientSlot dw(weight), db(bias);
+  if (dw.wanted()) {
+    if (Tensor* selected = dw.selected()) {
+      ops::masked_weight_grad(dy2, x2, weight.grad_indices(), w.dim(1), *selected);
+    } else {
+      Tensor dw2 = dw.dense().reshape(w.shape());
+      ops::gemm(true, false, 1.0, dy2, x2, dw.beta(), dw2);
+      dw.commit();
+    }
+  }
+  if (db.wanted()) {
+    ops::sum_rows_into(dy2, db.accumulator());
+    db.commit();
+  }
+}
+
+}  // namespace
+
+// Backward, with X = x flattened to [T, in] and dY = dy flattened to [T, out]: dW and db
+// as above, and
+//   dX = dY W              ([T, out] x [out, in]),
+// formed only when x needs a gradient.
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
+  Tensor x2, w;
+  Tensor y = dense_forward(x, weight, bias, x2, w);
   return make_result(y, {x, weight, bias}, "linear", [x, weight, bias, x2, w](const Tensor& dy) {
     Tensor dy2 = dy.reshape({-1, w.dim(0)});
-    GradientSlot dw(weight), db(bias), dx(x);
-    if (dw.wanted()) {
-      if (Tensor* selected = dw.selected()) {
-        ops::masked_weight_grad(dy2, x2, weight.grad_indices(), w.dim(1), *selected);
-      } else {
-        Tensor dw2 = dw.dense().reshape(w.shape());
-        ops::gemm(true, false, 1.0, dy2, x2, dw.beta(), dw2);
-        dw.commit();
-      }
-    }
-    if (db.wanted()) {
-      ops::sum_rows_into(dy2, db.accumulator());
-      db.commit();
-    }
+    weight_and_bias_grads(dy2, x2, w, weight, bias);
+    GradientSlot dx(x);
     if (dx.wanted()) {
       Tensor dx2 = dx.dense().reshape({-1, w.dim(1)});
       ops::gemm(false, false, 1.0, dy2, w, dx.beta(), dx2);
       dx.commit();
     }
   });
+}
+
+// Forward: Y = X W^T + b, then H = X A^T ([T, r]) and Y += s H B^T, all into the one
+// output; only X (the input, kept anyway) and the small H are saved. Backward, with
+// G = dY B ([T, r], the only new temporary besides dX):
+//   dB = s dY^T H          ([out, T] x [T, r])
+//   dA = s G^T X           ([r, T] x [T, in])
+//   dX = dY W + s G A      ([T, out] x [out, in], then [T, r] x [r, in] added in place)
+// dW and db as for linear, usually skipped because LoRA freezes them; W + s B A is never
+// formed.
+Variable lora_linear(const Variable& x, const Variable& weight, const Variable& bias, const Variable& lora_a,
+                     const Variable& lora_b, double scaling) {
+  Tensor x2, w;
+  Tensor y = dense_forward(x, weight, bias, x2, w);
+  const Tensor& a = lora_a.value();
+  const Tensor& b = lora_b.value();
+  VITUNE_CHECK(a.ndim() == 2 && a.dim(1) == w.dim(1) && b.ndim() == 2 && b.dim(0) == w.dim(0) &&
+                   b.dim(1) == a.dim(0),
+               "lora_linear '", weight.name(), "': adapter A ", a.str(), " and B ", b.str(),
+               " do not fit weight ", w.str(), " (expected A [r, in] and B [out, r])");
+  Tensor h = Tensor::like(x2, {x2.dim(0), a.dim(0)});
+  ops::gemm(false, true, 1.0, x2, a, 0.0, h);
+  Tensor y2 = y.reshape({-1, w.dim(0)});
+  ops::gemm(false, true, scaling, h, b, 1.0, y2);
+  return make_result(y, {x, weight, bias, lora_a, lora_b}, "lora_linear",
+                     [x, weight, bias, lora_a, lora_b, x2, w, h, scaling](const Tensor& dy) {
+                       Tensor dy2 = dy.reshape({-1, w.dim(0)});
+                       weight_and_bias_grads(dy2, x2, w, weight, bias);
+                       GradientSlot db(lora_b), da(lora_a), dx(x);
+                       if (db.wanted()) {
+                         ops::gemm(true, false, scaling, dy2, h, db.beta(), db.dense());
+                         db.commit();
+                       }
+                       if (!da.wanted() && !dx.wanted()) return;
+                       Tensor g = Tensor::like(h, h.shape());
+                       ops::gemm(false, false, 1.0, dy2, lora_b.value(), 0.0, g);
+                       if (da.wanted()) {
+                         ops::gemm(true, false, scaling, g, x2, da.beta(), da.dense());
+                         da.commit();
+                       }
+                       if (dx.wanted()) {
+                         Tensor dx2 = dx.dense().reshape({-1, w.dim(1)});
+                         ops::gemm(false, false, 1.0, dy2, w, dx.beta(), dx2);
+                         ops::gemm(false, false, scaling, g, lora_a.value(), 1.0, dx2);
+                         dx.commit();
+                       }
+                     });
 }
 
 }  // namespace vitune::autograd

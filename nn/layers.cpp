@@ -27,8 +27,9 @@ Linear::Linear(const std::string& prefix, int64_t in_features, int64_t out_featu
       bias(prefix + ".bias", optional_zeros(bias, out_features, device)) {}
 
 Variable Linear::forward(const Variable& x) const {
-  Variable y = autograd::linear(x, weight.var(), bias.value().defined() ? bias.var() : Variable());
-  return lora ? autograd::add(y, lora->forward(x)) : y;
+  Variable b = bias.value().defined() ? bias.var() : Variable();
+  if (!lora) return autograd::linear(x, weight.var(), b);
+  return autograd::lora_linear(x, weight.var(), b, lora->lora_A.var(), lora->lora_B.var(), lora->scaling());
 }
 
 void Linear::parameters(std::vector<Parameter*>& out) {

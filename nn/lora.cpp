@@ -1,4 +1,5 @@
-// LoRA adapters: their initialisation, forward on the tape and merge into the base weight.
+// LoRA adapters: their initialisation and merge into the base weight (the forward is
+// autograd::lora_linear, called by the adapted Linear).
 #include "nn/lora.h"
 
 #include <cmath>
@@ -53,15 +54,6 @@ LoraAdapter::LoraAdapter(const std::string& prefix, int64_t in_features, int64_t
   // gain * sqrt(3 / in) = 1 / sqrt(in).
   const double bound = 1.0 / std::sqrt(double(in_features));
   fill_uniform(lora_A.mutable_value(), seed, stream, -bound, bound);
-}
-
-// The product is taken in the order (scaling (x A^T)) B^T: the scale acts on the
-// rank-r intermediate, the cheapest place. Gradients come from the composed functions:
-//   h = x A^T, s = scaling h, u = s B^T;  dB = du^T s,  ds = du B,  dh = scaling ds,
-//   dA = dh^T x,  dx = dh A.
-autograd::Variable LoraAdapter::forward(const autograd::Variable& x) const {
-  autograd::Variable h = autograd::linear(x, lora_A.var(), autograd::Variable());
-  return autograd::linear(autograd::scale(h, scaling_), lora_B.var(), autograd::Variable());
 }
 
 void LoraAdapter::merge_into(Tensor& weight) const {

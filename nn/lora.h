@@ -2,13 +2,14 @@
 // with A [r, in] and B [out, r] trainable and W, b frozen. A starts Kaiming-uniform as
 // the reference LoRA code draws it (U(-1/sqrt(in), 1/sqrt(in))), B at zero, so the
 // adapted layer starts equal to the base one. Merging folds the update into W
-// (W += (alpha / r) B A), which leaves a plain Linear.
+// (W += (alpha / r) B A), which leaves a plain Linear. The adapted Linear runs as one
+// tape function (autograd::lora_linear): it keeps the plain layer's activations plus the
+// rank-r x A^T, and never forms W + (alpha / r) B A or a gradient of the frozen W.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "autograd/functions.h"
 #include "nn/parameter.h"
 
 namespace vitune::nn {
@@ -35,8 +36,6 @@ class LoraAdapter {
   LoraAdapter(const std::string& prefix, int64_t in_features, int64_t out_features, int rank, double alpha,
               uint64_t seed, uint64_t stream, Device device);
 
-  // (alpha / rank) (x A^T) B^T, shaped like the base layer's output.
-  autograd::Variable forward(const autograd::Variable& x) const;
   // weight += (alpha / rank) B A, for a weight [out, in].
   void merge_into(Tensor& weight) const;
   void parameters(std::vector<Parameter*>& out);

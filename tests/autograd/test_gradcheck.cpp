@@ -26,6 +26,21 @@ TEST(GradCheck, LinearWithoutBias) {
                          {input({3, 5}, 7), input({2, 5}, 8)});
 }
 
+// Every input trainable, so the frozen-weight shortcut is checked apart from the rest
+// (tests/nn/test_lora.cpp checks the adapter alone with W and b frozen).
+TEST(GradCheck, LoraLinear) {
+  expect_gradients_match([](auto& in) { return ag::lora_linear(in[0], in[1], in[2], in[3], in[4], 1.5); },
+                         {input({2, 3, 5}, 20), input({4, 5}, 21), input({4}, 22), input({3, 5}, 23),
+                          input({4, 3}, 24)});
+}
+
+TEST(GradCheck, LoraLinearFrozenBaseWithoutBias) {
+  Variable frozen(random_normal({4, 5}, DType::F64, kGradcheckSeed, 25), false);
+  expect_gradients_match([&](auto& in) { return ag::lora_linear(in[0], frozen, Variable(), in[1], in[2], 0.5); },
+                         {input({3, 5}, 26), input({2, 5}, 27), input({4, 2}, 28)});
+  EXPECT_FALSE(frozen.grad().defined());
+}
+
 TEST(GradCheck, LayerNorm) {
   expect_gradients_match([](auto& in) { return ag::layer_norm(in[0], in[1], in[2], 1e-5); },
                          {input({2, 3, 6}, 9), input({6}, 10), input({6}, 11)});

@@ -1,12 +1,15 @@
 // LoRA on the tiny ViT: forward and gradients against PyTorch (tools/make_lora_golden.py),
 // a float64 finite-difference check of the adapted linear layer, the freeze states and
-// trainable count, the initialisation, and the merged model against the adapted one; the
-// model-level tests on every device.
+// trainable count, the initialisation, the merged model against the adapted one, and a
+// training step's peak memory against full finetuning's; the model-level tests on every
+// device.
 #include <cmath>
 
+#include "engine/allocator.h"
 #include "engine/ops.h"
 #include "device_test.h"
 #include "nn/lora.h"
+#include "nn/optimizer.h"
 #include "vit_fixture.h"
 
 namespace vitune::testing {
@@ -117,6 +120,39 @@ TEST_P(LoraOnDevice, MergedModelComputesTheAdaptedFunction) {
                              plain.model().parameter("blocks.0.attn.qkv.weight").value()));
   EXPECT_TRUE(bitwise_equal(vit.model().parameter("blocks.0.attn.proj.weight").value(),
                             plain.model().parameter("blocks.0.attn.proj.weight").value()));
+}
+
+// Bytes held by tensors at the peak of one AdamW step (forward, backward, update) of
+// `model` on 64 random images, above those held before it, from the allocator's counters.
+int64_t training_step_peak(nn::VisionTransformer& model, Device device) {
+  const nn::VitConfig& c = model.config();
+  const int64_t batch = 64;
+  autograd::Variable images(random_normal({batch, c.in_chans, c.img_size, c.img_size}, DType::F32, 3, 0).to(device));
+  std::vector<int64_t> classes(batch);
+  for (int64_t i = 0; i < batch; ++i) classes[i] = i % c.num_classes;
+  Tensor labels = Tensor::from_vector<int64_t>({batch}, classes, device);
+  std::vector<nn::Parameter*> trainable;
+  for (nn::Parameter* p : model.parameters()) {
+    if (p->state() != nn::FreezeState::Frozen) trainable.push_back(p);
+  }
+  nn::AdamW optimizer(trainable, {});
+  reset_peak_memory(device);
+  const int64_t before = memory_stats(device).current_bytes;
+  autograd::backward(autograd::cross_entropy(model.forward(images), labels));
+  optimizer.step();
+  return memory_stats(device).peak_bytes - before;
+}
+
+// An adapter keeps no more activations than the layer it adapts, and LoRA makes no
+// gradient or optimizer state for the frozen weights: its step peaks below full finetuning's.
+TEST_P(LoraOnDevice, TrainingStepPeaksBelowFullFinetuning) {
+  TinyVit full(device()), adapted(device());
+  adapted.model().add_lora({kRank, kAlpha, {nn::LoraTarget::Qkv, nn::LoraTarget::Proj, nn::LoraTarget::Fc1,
+                                            nn::LoraTarget::Fc2}, 2});
+  const int64_t full_peak = training_step_peak(full.model(), device());
+  const int64_t lora_peak = training_step_peak(adapted.model(), device());
+  EXPECT_GT(full_peak, 0);
+  EXPECT_LT(lora_peak, full_peak) << "LoRA step peak " << lora_peak << " bytes, full finetuning " << full_peak;
 }
 
 // Central differences of L = sum(r * y) for the adapted layer in float64.
