@@ -26,9 +26,9 @@ struct RowMajorOperand {
   int64_t stride;
 };
 
-// The compute type of f32 products: TF32 tensor cores when tf32_enabled(), asked for
-// explicitly (the handle's TF32 math mode only permits them, and cuBLAS leaves them out
-// of some batched shapes), else full fp32.
+// The compute type of f32 products: with tf32_enabled(), CUBLAS_COMPUTE_32F_FAST_TF32,
+// which lets cuBLAS use TF32 tensor cores (it may still pick an fp32 kernel: on an H200
+// a stack of twelve [197 x 64] x [64 x 197] products stays fp32), else exact fp32.
 inline cublasComputeType_t f32_compute_type() {
   return tf32_enabled() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 }
