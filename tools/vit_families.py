@@ -6,7 +6,8 @@ qkv_bias, init_values (LayerScale ls1/ls2.gamma), pre_norm (norm_pre, bias-free 
 conv), act_layer gelu or quick_gelu, distilled (dist_token, head_dist). OpenClipVisual
 follows open_clip's VisionTransformer (conv1, class_embedding, positional_embedding,
 ln_pre, transformer.resblocks.N with nn.MultiheadAttention in_proj, ln_post, proj).
-The renames give Hugging Face Dinov2Model and CLIPVisionModelWithProjection keys.
+The renames give Hugging Face Dinov2Model, DeiTForImageClassificationWithTeacher and
+CLIPVisionModelWithProjection keys.
 """
 
 import math
@@ -229,6 +230,27 @@ def timm_dinov2_to_hf(timm, depth):
         "pairs": [("norm1", "norm1"), ("norm2", "norm2"), ("attn.proj", "attention.output.dense"),
                   ("mlp.fc1", "mlp.fc1"), ("mlp.fc2", "mlp.fc2")],
         "gammas": [("ls1.gamma", "layer_scale1.lambda1"), ("ls2.gamma", "layer_scale2.lambda1")],
+    }))
+    return {k: v.contiguous() for k, v in out.items()}
+
+
+def timm_deit_to_hf(timm, depth):
+    """A timm distilled DeiT in transformers' DeiTForImageClassificationWithTeacher names."""
+    out = {
+        "deit.embeddings.cls_token": timm["cls_token"],
+        "deit.embeddings.distillation_token": timm["dist_token"],
+        "deit.embeddings.position_embeddings": timm["pos_embed"],
+        "deit.embeddings.patch_embeddings.projection.weight": timm["patch_embed.proj.weight"],
+        "deit.embeddings.patch_embeddings.projection.bias": timm["patch_embed.proj.bias"],
+        "deit.layernorm.weight": timm["norm.weight"], "deit.layernorm.bias": timm["norm.bias"],
+        "cls_classifier.weight": timm["head.weight"], "cls_classifier.bias": timm["head.bias"],
+        "distillation_classifier.weight": timm["head_dist.weight"],
+        "distillation_classifier.bias": timm["head_dist.bias"],
+    }
+    out.update(timm_to_hf_encoder(timm, depth, "deit.encoder.layer", {
+        "qkv": [f"attention.attention.{p}" for p in ("query", "key", "value")],
+        "pairs": [("norm1", "layernorm_before"), ("norm2", "layernorm_after"), ("attn.proj", "attention.output.dense"),
+                  ("mlp.fc1", "intermediate.dense"), ("mlp.fc2", "output.dense")],
     }))
     return {k: v.contiguous() for k, v in out.items()}
 

@@ -1,7 +1,7 @@
 // Every checkpoint family tools/make_family_golden.py writes (timm avg pooling with and
 // without fc_norm, no class token, no qkv bias, DINOv2 registers and LayerScale, DeiT
-// distilled, a CLIP port with quick_gelu, open_clip's visual tower, Hugging Face Dinov2
-// and CLIPVision with config.json, big_vision npz prefixes) loads and gives PyTorch's
+// distilled, a CLIP port with quick_gelu, open_clip's visual tower, Hugging Face Dinov2,
+// CLIPVision and DeiT with teacher with config.json, big_vision npz prefixes) loads and gives PyTorch's
 // (also at another image size, with pos_embed resampled as timm does)
 // logits within |a - b| <= 1e-5 + 1e-4 |b| (f32), on every device; the cross-entropy
 // gradients saved for some families match within 1e-5 + 1e-3 |b|. The largest logit
@@ -36,6 +36,7 @@ const Family kFamilies[] = {
     {"open_clip_visual", "open_clip_visual.safetensors", 2, "", "quick_gelu", nn::CheckpointLayout::OpenClip},
     {"hf_dinov2", "hf_dinov2/model.safetensors", 0, "", "", nn::CheckpointLayout::HuggingFace},
     {"hf_clip_vision", "hf_clip_vision/model.safetensors", 0, "", "", nn::CheckpointLayout::HuggingFace},
+    {"hf_deit", "hf_deit/model.safetensors", 0, "", "", nn::CheckpointLayout::HuggingFace},
     {"big_vision_params", "big_vision_params.npz", 0, "", "", nn::CheckpointLayout::GoogleNpz},
     {"big_vision_opt_target", "big_vision_opt_target.npz", 0, "", "", nn::CheckpointLayout::GoogleNpz},
 };
