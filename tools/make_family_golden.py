@@ -67,12 +67,12 @@ def timm_family(name, grads=(), **config):
 
 @torch.no_grad()
 def at_size(name, model, img_size, **overrides):
-    """The model run at img_size with pos_embed resampled as timm does:
+    """The model run at img_size with pos_embed resampled as timm's checkpoint_filter_fn does (antialiased):
     <name>.at<img_size>.expected.safetensors with images, logits and pos_embed."""
     resized = TimmViT(**dict(model.c, img_size=img_size, **overrides))
     sd = state(model)
     prefix = 0 if model.c["no_embed_class"] else model.prefix
-    sd["pos_embed"] = resample_abs_pos_embed(sd["pos_embed"], (img_size // 4, img_size // 4), prefix)
+    sd["pos_embed"] = resample_abs_pos_embed(sd["pos_embed"], (img_size // 4, img_size // 4), prefix, antialias=True)
     resized.load_state_dict(sd)
     images = torch.randn(2, 3, img_size, img_size)
     write_safetensors(path(f"{name}.at{img_size}.expected.safetensors"),
@@ -164,6 +164,16 @@ def main():
                    "num_hidden_layers": 2, "hidden_act": "gelu", "layer_norm_eps": 1e-6,
                    "image_size": 16, "patch_size": 4, "qkv_bias": True}, f, indent=2)
     expected("hf_deit", images, deit(images))
+
+    # Position-embedding grids resampled by F.interpolate(mode='bicubic') with and without
+    # antialias: 6x6 -> 4x4 and 7x7 -> 3x3 down, 4x4 -> 6x6 up; one prefix token, dim 3.
+    grids = {}
+    for old, new in ((6, 4), (7, 3), (4, 6)):
+        pos = torch.randn(1, 1 + old * old, 3)
+        grids[f"pos.{old}"] = pos
+        for aa in (True, False):
+            grids[f"pos.{old}to{new}.{'aa' if aa else 'plain'}"] = resample_abs_pos_embed(pos, (new, new), 1, aa)
+    write_safetensors(path("pos_embed_resample.expected.safetensors"), grids)
 
     for name in sorted(os.listdir(OUT)):
         full = path(name)

@@ -273,9 +273,9 @@ def timm_clip_to_hf(timm, depth):
     return {k: v.contiguous() for k, v in out.items()}
 
 
-def resample_abs_pos_embed(posemb, new_size, num_prefix_tokens=1, antialias=False):
+def resample_abs_pos_embed(posemb, new_size, num_prefix_tokens=1, antialias=True):
     """timm.layers.resample_abs_pos_embed (square grids): prefix tokens kept, the patch
-    grid resized with torch's bicubic interpolation."""
+    grid resized with torch's bicubic interpolation, antialiased by default as timm."""
     hw = int(math.sqrt(posemb.shape[1] - num_prefix_tokens))
     prefix, grid = posemb[:, :num_prefix_tokens], posemb[:, num_prefix_tokens:]
     grid = grid.reshape(1, hw, hw, -1).permute(0, 3, 1, 2)
