@@ -23,7 +23,7 @@ void ModelOptions::add_to(CLI::App& command) {
                      "required for open_clip / OpenAI CLIP files)")
       ->check(CLI::IsMember({"gelu", "quick_gelu"}));
   command.add_option("--img-size", load.img_size,
-                     "Run the model at this image size: the position embedding is resampled (bicubic, prefix "
+                     "Run the model at this image size: the position embedding is resampled (bicubic, antialiased, prefix "
                      "tokens kept, as timm's resample_abs_pos_embed) (default: the checkpoint's size)")
       ->check(integer_from(1));
 }

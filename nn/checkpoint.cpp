@@ -154,11 +154,13 @@ LoadedVit load_vit(const std::string& path, Device device, const LoadOptions& op
     VITUNE_CHECK(options.img_size % config.patch == 0 && options.img_size <= 16384, path, ": --img-size ",
                  options.img_size, " must be a multiple of the patch size ", config.patch, " up to 16384");
     const int new_grid = options.img_size / config.patch;
-    loaded.sources["img_size"] = "from --img-size: pos_embed resampled (bicubic) from " +
+    loaded.sources["img_size"] = std::string("from --img-size: pos_embed resampled (bicubic") +
+                                 (options.antialias ? ", antialiased" : "") + ") from " +
                                  std::to_string(config.grid()) + "x" + std::to_string(config.grid()) + " to " +
                                  std::to_string(new_grid) + "x" + std::to_string(new_grid);
     t.tensors["pos_embed"] =
-        resample_pos_embed(t.tensors.at("pos_embed"), config.no_embed_class ? 0 : config.prefix_tokens(), new_grid);
+        resample_pos_embed(t.tensors.at("pos_embed"), config.no_embed_class ? 0 : config.prefix_tokens(), new_grid,
+                           options.antialias);
     config.img_size = options.img_size;
   }
   loaded.model = std::make_unique<VisionTransformer>(config, device);

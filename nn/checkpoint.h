@@ -39,6 +39,7 @@ struct LoadOptions {
   std::string global_pool;  // "token" or "avg"; empty: not given
   std::string act;          // "gelu" or "quick_gelu"; empty: not given
   int img_size = 0;         // 0: the checkpoint's; else pos_embed is resampled to this size
+  bool antialias = true;    // resample as timm (F.interpolate antialias=True); false: antialias=False
 };
 
 struct LoadedVit {

@@ -15,8 +15,8 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 TimmTensors from_safetensors(const SafetensorsFile& file, const std::string& path) {
   const auto& names = file.tensors;
-  if (names.count("vit.embeddings.cls_token") || names.count("embeddings.cls_token") ||
-      names.count("vision_model.embeddings.class_embedding")) {
+  if (names.count("vit.embeddings.cls_token") || names.count("deit.embeddings.cls_token") ||
+      names.count("embeddings.cls_token") || names.count("vision_model.embeddings.class_embedding")) {
     return layout::from_hugging_face(file.tensors, path);
   }
   if (names.count("visual.class_embedding") || names.count("class_embedding")) {
@@ -24,7 +24,7 @@ TimmTensors from_safetensors(const SafetensorsFile& file, const std::string& pat
   }
   VITUNE_CHECK(names.count("patch_embed.proj.weight") && names.count("pos_embed"), path,
                ": not a ViT checkpoint in a known layout (expected timm's patch_embed.proj.weight and ",
-               "pos_embed, Hugging Face's [vit.]embeddings.* or vision_model.embeddings.*, or open_clip's ",
+               "pos_embed, Hugging Face's [vit.|deit.]embeddings.* or vision_model.embeddings.*, or open_clip's ",
                "[visual.]class_embedding)");
   TimmTensors out;
   out.tensors = file.tensors;

@@ -1,5 +1,5 @@
-// Hugging Face ViT / ViTModel, Dinov2Model and CLIPVisionModel(WithProjection) tensors
-// renamed into timm's layout; config.json beside the weights is read by read_as_timm.
+// Hugging Face ViT / ViTModel, DeiT (DeiTForImageClassificationWithTeacher), Dinov2Model
+// and CLIPVisionModel(WithProjection) tensors renamed into timm's layout; config.json beside the weights is read by read_as_timm.
 #include "nn/layout_util.h"
 
 namespace vitune::nn::layout {
@@ -91,15 +91,20 @@ void from_clip_vision(std::map<std::string, Tensor>& pool, TimmTensors& out, con
 TimmTensors from_hugging_face(std::map<std::string, Tensor> pool, const std::string& path) {
   TimmTensors out;
   out.layout = CheckpointLayout::HuggingFace;
-  // ViTModel carries a pooler and Dinov2 a mask token that image classification does not use.
-  drop_prefixed(pool, {"vit.pooler.", "pooler.", "embeddings.mask_token"});
+  // ViTModel and DeiTModel carry a pooler and Dinov2 a mask token that image
+  // classification does not use.
+  drop_prefixed(pool, {"vit.pooler.", "deit.pooler.", "pooler.", "embeddings.mask_token"});
   if (pool.count("vision_model.embeddings.class_embedding")) {
     from_clip_vision(pool, out, path);
   } else {
-    std::string p = pool.count("vit.embeddings.cls_token") ? "vit." : "";
+    std::string p;
+    for (const char* model : {"vit.", "deit."}) {
+      if (pool.count(std::string(model) + "embeddings.cls_token")) p = model;
+    }
     auto& t = out.tensors;
     auto move = [&](const std::string& from, const std::string& to) { t[to] = take(pool, from, path); };
     move(p + "embeddings.cls_token", "cls_token");
+    move_if_present(pool, p + "embeddings.distillation_token", t, "dist_token");
     move(p + "embeddings.position_embeddings", "pos_embed");
     move(p + "embeddings.patch_embeddings.projection.weight", "patch_embed.proj.weight");
     move(p + "embeddings.patch_embeddings.projection.bias", "patch_embed.proj.bias");
@@ -108,8 +113,13 @@ TimmTensors from_hugging_face(std::map<std::string, Tensor> pool, const std::str
     move(p + "layernorm.weight", "norm.weight");
     move(p + "layernorm.bias", "norm.bias");
     if (move_if_present(pool, "classifier.weight", t, "head.weight")) move("classifier.bias", "head.bias");
+    // DeiT with teacher: logits are the mean of the class and distillation heads, as timm's head and head_dist.
+    if (move_if_present(pool, "cls_classifier.weight", t, "head.weight")) move("cls_classifier.bias", "head.bias");
+    if (move_if_present(pool, "distillation_classifier.weight", t, "head_dist.weight")) {
+      move("distillation_classifier.bias", "head_dist.bias");
+    }
   }
-  VITUNE_CHECK(pool.empty(), path, ": tensors not part of a Hugging Face ViT, Dinov2 or CLIP vision model: ",
+  VITUNE_CHECK(pool.empty(), path, ": tensors not part of a Hugging Face ViT, DeiT, Dinov2 or CLIP vision model: ",
                leftover_list(pool));
   return out;
 }

@@ -1,8 +1,10 @@
-// Bicubic resampling of position embeddings, PyTorch's upsample_bicubic2d on the host.
+// Bicubic resampling of position embeddings, PyTorch's upsample_bicubic2d (plain or
+// antialiased) on the host.
 #include "nn/pos_embed_resample.h"
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "engine/error.h"
 
@@ -10,28 +12,54 @@ namespace vitune::nn {
 
 namespace {
 
-constexpr double kA = -0.75;  // PyTorch's cubic convolution coefficient
+// Keys' cubic convolution kernel with coefficient a, for |x| < 2 (0 beyond).
+double cubic(double x, double a) {
+  x = std::abs(x);
+  if (x < 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+  if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+  return 0;
+}
 
-double near_weight(double x) { return ((kA + 2) * x - (kA + 3)) * x * x + 1; }        // |x| <= 1
-double far_weight(double x) { return ((kA * x - 5 * kA) * x + 8 * kA) * x - 4 * kA; }  // 1 < |x| < 2
-
-// For each output index, the four source indices (clamped) and their weights.
+// For each output index, the source indices it reads and their weights.
 struct Taps {
-  int64_t index[4];
-  double weight[4];
+  std::vector<int64_t> index;
+  std::vector<double> weight;
 };
 
-std::vector<Taps> taps(int64_t in, int64_t out) {
+// upsample_bicubic2d: four taps around the source position, A = -0.75, indices clamped.
+std::vector<Taps> plain_taps(int64_t in, int64_t out) {
   std::vector<Taps> result(static_cast<size_t>(out));
   const double scale = double(in) / double(out);
   for (int64_t o = 0; o < out; ++o) {
     const double source = (double(o) + 0.5) * scale - 0.5;  // align_corners false, not clamped for cubic
     const double base = std::floor(source);
-    const double t = source - base;
-    const double weights[4] = {far_weight(t + 1), near_weight(t), near_weight(1 - t), far_weight(2 - t)};
     for (int k = 0; k < 4; ++k) {
-      result[size_t(o)].index[k] = std::clamp<int64_t>(int64_t(base) - 1 + k, 0, in - 1);
-      result[size_t(o)].weight[k] = weights[k];
+      result[size_t(o)].index.push_back(std::clamp<int64_t>(int64_t(base) - 1 + k, 0, in - 1));
+      result[size_t(o)].weight.push_back(cubic(source - (base - 1 + k), -0.75));
+    }
+  }
+  return result;
+}
+
+// _upsample_bicubic2d_aa: A = -0.5, the kernel's support 2 stretched by the scale when
+// shrinking, the taps cut to the grid and their weights normalised to sum 1.
+std::vector<Taps> antialiased_taps(int64_t in, int64_t out) {
+  std::vector<Taps> result(static_cast<size_t>(out));
+  const double scale = double(in) / double(out);
+  const double support = scale >= 1 ? 2 * scale : 2.0, stretch = scale >= 1 ? scale : 1.0;
+  for (int64_t o = 0; o < out; ++o) {
+    const double center = scale * (double(o) + 0.5);
+    const int64_t first = std::max<int64_t>(int64_t(center - support + 0.5), 0);
+    const int64_t end = std::min<int64_t>(int64_t(center + support + 0.5), in);
+    Taps& taps = result[size_t(o)];
+    double total = 0;
+    for (int64_t i = first; i < end; ++i) {
+      taps.index.push_back(i);
+      taps.weight.push_back(cubic((double(i) - center + 0.5) / stretch, -0.5));
+      total += taps.weight.back();
+    }
+    if (total != 0) {
+      for (double& w : taps.weight) w /= total;
     }
   }
   return result;
@@ -39,7 +67,7 @@ std::vector<Taps> taps(int64_t in, int64_t out) {
 
 }  // namespace
 
-Tensor resample_pos_embed(const Tensor& pos_any, int prefix_tokens, int new_grid) {
+Tensor resample_pos_embed(const Tensor& pos_any, int prefix_tokens, int new_grid, bool antialias) {
   VITUNE_CHECK(pos_any.ndim() == 3 && pos_any.dim(0) == 1, "resample_pos_embed: pos_embed is ", pos_any.str(),
                ", expected [1, tokens, dim]");
   const Tensor pos = pos_any.to(DType::F32);
@@ -52,19 +80,20 @@ Tensor resample_pos_embed(const Tensor& pos_any, int prefix_tokens, int new_grid
   const float* in = pos.data<float>();
   float* o = out.data<float>();
   std::copy(in, in + prefix_tokens * dim, o);
-  const std::vector<Taps> rows = taps(grid, new_grid), cols = taps(grid, new_grid);
+  const std::vector<Taps> taps = antialias ? antialiased_taps(grid, new_grid) : plain_taps(grid, new_grid);
   const float* patch_in = in + prefix_tokens * dim;
   float* patch_out = o + prefix_tokens * dim;
   for (int64_t y = 0; y < new_grid; ++y) {
     for (int64_t x = 0; x < new_grid; ++x) {
       for (int64_t c = 0; c < dim; ++c) {
         double sum = 0;
-        for (int i = 0; i < 4; ++i) {
+        const Taps &rows = taps[size_t(y)], &cols = taps[size_t(x)];
+        for (size_t i = 0; i < rows.index.size(); ++i) {
           double row = 0;
-          for (int j = 0; j < 4; ++j) {
-            row += cols[size_t(x)].weight[j] * patch_in[(rows[size_t(y)].index[i] * grid + cols[size_t(x)].index[j]) * dim + c];
+          for (size_t j = 0; j < cols.index.size(); ++j) {
+            row += cols.weight[j] * patch_in[(rows.index[i] * grid + cols.index[j]) * dim + c];
           }
-          sum += rows[size_t(y)].weight[i] * row;
+          sum += rows.weight[i] * row;
         }
         patch_out[(y * new_grid + x) * dim + c] = float(sum);
       }

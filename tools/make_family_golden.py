@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from safetensors_io import write_safetensors
 from vit_families import (OpenClipVisual, TimmViT, quick_gelu, randomize, resample_abs_pos_embed,
-                          timm_clip_to_hf, timm_clip_to_open_clip, timm_dinov2_to_hf)
+                          timm_clip_to_hf, timm_clip_to_open_clip, timm_deit_to_hf, timm_dinov2_to_hf)
 from vit_layouts import timm_to_npz
 
 OUT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "golden",
@@ -67,12 +67,12 @@ def timm_family(name, grads=(), **config):
 
 @torch.no_grad()
 def at_size(name, model, img_size, **overrides):
-    """The model run at img_size with pos_embed resampled as timm does:
+    """The model run at img_size with pos_embed resampled as timm's checkpoint_filter_fn does (antialiased):
     <name>.at<img_size>.expected.safetensors with images, logits and pos_embed."""
     resized = TimmViT(**dict(model.c, img_size=img_size, **overrides))
     sd = state(model)
     prefix = 0 if model.c["no_embed_class"] else model.prefix
-    sd["pos_embed"] = resample_abs_pos_embed(sd["pos_embed"], (img_size // 4, img_size // 4), prefix)
+    sd["pos_embed"] = resample_abs_pos_embed(sd["pos_embed"], (img_size // 4, img_size // 4), prefix, antialias=True)
     resized.load_state_dict(sd)
     images = torch.randn(2, 3, img_size, img_size)
     write_safetensors(path(f"{name}.at{img_size}.expected.safetensors"),
@@ -151,6 +151,30 @@ def main():
                    for k, v in npz.items()}
         np.savez(path(name + ".npz"), **{prefix + k: v for k, v in half(npz).items()})
         expected(name, images, model(images))
+    # Hugging Face DeiTForImageClassificationWithTeacher: the mean of the class and
+    # distillation heads, as timm's distilled DeiT at eval.
+    deit = TimmViT(distilled=True)
+    randomize(deit)
+    images = torch.randn(2, 3, 16, 16)
+    os.makedirs(path("hf_deit"), exist_ok=True)
+    write_safetensors(path("hf_deit/model.safetensors"), half(timm_deit_to_hf(state(deit), 2)))
+    with open(path("hf_deit/config.json"), "w") as f:
+        json.dump({"model_type": "deit", "architectures": ["DeiTForImageClassificationWithTeacher"],
+                   "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 2,
+                   "num_hidden_layers": 2, "hidden_act": "gelu", "layer_norm_eps": 1e-6,
+                   "image_size": 16, "patch_size": 4, "qkv_bias": True}, f, indent=2)
+    expected("hf_deit", images, deit(images))
+
+    # Position-embedding grids resampled by F.interpolate(mode='bicubic') with and without
+    # antialias: 6x6 -> 4x4 and 7x7 -> 3x3 down, 4x4 -> 6x6 up; one prefix token, dim 3.
+    grids = {}
+    for old, new in ((6, 4), (7, 3), (4, 6)):
+        pos = torch.randn(1, 1 + old * old, 3)
+        grids[f"pos.{old}"] = pos
+        for aa in (True, False):
+            grids[f"pos.{old}to{new}.{'aa' if aa else 'plain'}"] = resample_abs_pos_embed(pos, (new, new), 1, aa)
+    write_safetensors(path("pos_embed_resample.expected.safetensors"), grids)
+
     for name in sorted(os.listdir(OUT)):
         full = path(name)
         sizes = [os.path.getsize(os.path.join(full, f)) for f in os.listdir(full)] if os.path.isdir(full) \

@@ -6,7 +6,8 @@ qkv_bias, init_values (LayerScale ls1/ls2.gamma), pre_norm (norm_pre, bias-free 
 conv), act_layer gelu or quick_gelu, distilled (dist_token, head_dist). OpenClipVisual
 follows open_clip's VisionTransformer (conv1, class_embedding, positional_embedding,
 ln_pre, transformer.resblocks.N with nn.MultiheadAttention in_proj, ln_post, proj).
-The renames give Hugging Face Dinov2Model and CLIPVisionModelWithProjection keys.
+The renames give Hugging Face Dinov2Model, DeiTForImageClassificationWithTeacher and
+CLIPVisionModelWithProjection keys.
 """
 
 import math
@@ -233,6 +234,27 @@ def timm_dinov2_to_hf(timm, depth):
     return {k: v.contiguous() for k, v in out.items()}
 
 
+def timm_deit_to_hf(timm, depth):
+    """A timm distilled DeiT in transformers' DeiTForImageClassificationWithTeacher names."""
+    out = {
+        "deit.embeddings.cls_token": timm["cls_token"],
+        "deit.embeddings.distillation_token": timm["dist_token"],
+        "deit.embeddings.position_embeddings": timm["pos_embed"],
+        "deit.embeddings.patch_embeddings.projection.weight": timm["patch_embed.proj.weight"],
+        "deit.embeddings.patch_embeddings.projection.bias": timm["patch_embed.proj.bias"],
+        "deit.layernorm.weight": timm["norm.weight"], "deit.layernorm.bias": timm["norm.bias"],
+        "cls_classifier.weight": timm["head.weight"], "cls_classifier.bias": timm["head.bias"],
+        "distillation_classifier.weight": timm["head_dist.weight"],
+        "distillation_classifier.bias": timm["head_dist.bias"],
+    }
+    out.update(timm_to_hf_encoder(timm, depth, "deit.encoder.layer", {
+        "qkv": [f"attention.attention.{p}" for p in ("query", "key", "value")],
+        "pairs": [("norm1", "layernorm_before"), ("norm2", "layernorm_after"), ("attn.proj", "attention.output.dense"),
+                  ("mlp.fc1", "intermediate.dense"), ("mlp.fc2", "output.dense")],
+    }))
+    return {k: v.contiguous() for k, v in out.items()}
+
+
 def timm_clip_to_hf(timm, depth):
     v = "vision_model."
     out = {
@@ -251,9 +273,9 @@ def timm_clip_to_hf(timm, depth):
     return {k: v.contiguous() for k, v in out.items()}
 
 
-def resample_abs_pos_embed(posemb, new_size, num_prefix_tokens=1, antialias=False):
+def resample_abs_pos_embed(posemb, new_size, num_prefix_tokens=1, antialias=True):
     """timm.layers.resample_abs_pos_embed (square grids): prefix tokens kept, the patch
-    grid resized with torch's bicubic interpolation."""
+    grid resized with torch's bicubic interpolation, antialiased by default as timm."""
     hw = int(math.sqrt(posemb.shape[1] - num_prefix_tokens))
     prefix, grid = posemb[:, :num_prefix_tokens], posemb[:, num_prefix_tokens:]
     grid = grid.reshape(1, hw, hw, -1).permute(0, 3, 1, 2)

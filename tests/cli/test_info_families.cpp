@@ -27,7 +27,7 @@ TEST(InfoFamilies, SaysWhereTheHeadCountAndTheRestCameFrom) {
 TEST(InfoFamilies, ImgSizeResamplesThePositionEmbedding) {
   CliResult r = run_vitune("info " + family("timm_deit_distilled.safetensors") + " --heads 2 --img-size 24");
   ASSERT_EQ(r.status, 0) << r.output;
-  expect_lines(r, {"img_size 24", "img_size    from --img-size: pos_embed resampled (bicubic) from 4x4 to 6x6",
+  expect_lines(r, {"img_size 24", "img_size    from --img-size: pos_embed resampled (bicubic, antialiased) from 4x4 to 6x6",
                    "(36 patches of 4x4 + 2 prefix)"});
   CliResult bad = run_vitune("info " + family("timm_deit_distilled.safetensors") + " --heads 2 --img-size 22");
   EXPECT_EQ(bad.status, 1);

@@ -1,7 +1,7 @@
 // Every checkpoint family tools/make_family_golden.py writes (timm avg pooling with and
 // without fc_norm, no class token, no qkv bias, DINOv2 registers and LayerScale, DeiT
-// distilled, a CLIP port with quick_gelu, open_clip's visual tower, Hugging Face Dinov2
-// and CLIPVision with config.json, big_vision npz prefixes) loads and gives PyTorch's
+// distilled, a CLIP port with quick_gelu, open_clip's visual tower, Hugging Face Dinov2,
+// CLIPVision and DeiT with teacher with config.json, big_vision npz prefixes) loads and gives PyTorch's
 // (also at another image size, with pos_embed resampled as timm does)
 // logits within |a - b| <= 1e-5 + 1e-4 |b| (f32), on every device; the cross-entropy
 // gradients saved for some families match within 1e-5 + 1e-3 |b|. The largest logit
@@ -10,6 +10,7 @@
 
 #include "device_test.h"
 #include "nn/checkpoint.h"
+#include "nn/pos_embed_resample.h"
 #include "nn/safetensors.h"
 #include "test_util.h"
 
@@ -36,6 +37,7 @@ const Family kFamilies[] = {
     {"open_clip_visual", "open_clip_visual.safetensors", 2, "", "quick_gelu", nn::CheckpointLayout::OpenClip},
     {"hf_dinov2", "hf_dinov2/model.safetensors", 0, "", "", nn::CheckpointLayout::HuggingFace},
     {"hf_clip_vision", "hf_clip_vision/model.safetensors", 0, "", "", nn::CheckpointLayout::HuggingFace},
+    {"hf_deit", "hf_deit/model.safetensors", 0, "", "", nn::CheckpointLayout::HuggingFace},
     {"big_vision_params", "big_vision_params.npz", 0, "", "", nn::CheckpointLayout::GoogleNpz},
     {"big_vision_opt_target", "big_vision_opt_target.npz", 0, "", "", nn::CheckpointLayout::GoogleNpz},
 };
@@ -86,7 +88,7 @@ TEST_P(CheckpointFamilies, GradientsThroughLayerScaleAvgPoolAndDistillationMatch
   EXPECT_EQ(checked, 11) << "gradients saved by tools/make_family_golden.py";
 }
 
-// timm's resample_abs_pos_embed: up from a 4x4 grid to 6x6 with one prefix token
+// timm's resample_abs_pos_embed (antialiased, as its checkpoint_filter_fn): up from a 4x4 grid to 6x6 with one prefix token
 // (class) and with none (registers, no_embed_class), and down to 3x3 with two (DeiT).
 TEST_P(CheckpointFamilies, ResampledPositionEmbeddingsMatchTimm) {
   const struct {
@@ -99,7 +101,7 @@ TEST_P(CheckpointFamilies, ResampledPositionEmbeddingsMatchTimm) {
     options.img_size = c.img_size;
     nn::LoadedVit loaded = nn::load_vit(family_path(std::string(c.family) + ".safetensors"), device(), options);
     EXPECT_EQ(loaded.model->config().img_size, c.img_size);
-    EXPECT_NE(loaded.sources.at("img_size").find("resampled (bicubic) from 4x4"), std::string::npos);
+    EXPECT_NE(loaded.sources.at("img_size").find("resampled (bicubic, antialiased) from 4x4"), std::string::npos);
     const std::string name = std::string(c.family) + ".at" + std::to_string(c.img_size);
     nn::SafetensorsFile golden = nn::read_safetensors(family_path(name + ".expected.safetensors"));
     EXPECT_TRUE(tensors_close(loaded.model->pos_embed.value(), golden.at("pos_embed"), kF32Forward, name));
@@ -111,6 +113,27 @@ TEST_P(CheckpointFamilies, ResampledPositionEmbeddingsMatchTimm) {
                   max_difference(logits, golden.at("logits")));
     }
   }
+}
+
+// F.interpolate(mode='bicubic', align_corners=False) with antialias=True (A = -0.5, the
+// kernel stretched by the scale when shrinking, weights renormalised at the borders) and
+// with antialias=False, down 6x6 -> 4x4 and 7x7 -> 3x3 and up 4x4 -> 6x6; the class token is kept.
+TEST(PositionEmbeddingResampling, AntialiasedAndPlainBicubicMatchPyTorch) {
+  nn::SafetensorsFile golden = nn::read_safetensors(family_path("pos_embed_resample.expected.safetensors"));
+  const int cases[][2] = {{6, 4}, {7, 3}, {4, 6}};
+  for (const auto& c : cases) {
+    const Tensor& pos = golden.at("pos." + std::to_string(c[0]));
+    for (bool antialias : {true, false}) {
+      const std::string name =
+          "pos." + std::to_string(c[0]) + "to" + std::to_string(c[1]) + (antialias ? ".aa" : ".plain");
+      Tensor resampled = nn::resample_pos_embed(pos, 1, c[1], antialias);
+      EXPECT_TRUE(tensors_close(resampled, golden.at(name), kF32Forward, name));
+      std::printf("%-16s max |resampled - PyTorch| %.2e\n", name.c_str(), max_difference(resampled, golden.at(name)));
+    }
+  }
+  // The two differ: the antialiased filter is not the plain one, shrinking or enlarging.
+  EXPECT_GT(max_difference(nn::resample_pos_embed(golden.at("pos.6"), 1, 4, true), golden.at("pos.6to4.plain")), 1e-2);
+  EXPECT_GT(max_difference(nn::resample_pos_embed(golden.at("pos.4"), 1, 6, true), golden.at("pos.4to6.plain")), 1e-2);
 }
 
 void expect_refused(const std::string& weights, const nn::LoadOptions& options, const std::string& phrase) {
