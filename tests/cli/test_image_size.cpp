@@ -61,7 +61,7 @@ TEST_P(ImageSize, ADifferentFixedSizeIsRefusedAndBothWaysOutWork) {
   for (const std::vector<std::string>& command :
        {eval(), std::vector<std::string>{"anchor", "--model", model(), "--data", spec_, "--out",
                                          folder_ + "/anchor.safetensors"},
-        std::vector<std::string>{"plasticity", "--model", model(), "--data", spec_, "--images", "8", "--out",
+        std::vector<std::string>{"plasticity", "--protocol", "paper", "--model", model(), "--data", spec_, "--images", "8", "--out",
                                  folder_ + "/plasticity.json"}}) {
     ChildResult again = run(command);
     EXPECT_NE(again.exit_status, 0) << command[0];
