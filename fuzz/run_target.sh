@@ -2,7 +2,9 @@
 # Runs one fuzz target: first on its regression inputs (fuzz/regressions/<name>/, each
 # once), then fuzzing for a bounded time from the committed seeds. New inputs go to a
 # working corpus under <work>, never into the source tree; a crash, hang or leak is
-# saved under <work>/artifacts and fails the run.
+# saved under <work>/artifacts and fails the run. The mutations follow a fixed seed
+# (VITUNE_FUZZ_SEED, default 1), so that a run explores the same inputs each time and a
+# CI result repeats; VITUNE_FUZZ_SEED=0 lets libFuzzer draw one.
 # Usage: run_target.sh <fuzz binary> <target name> <source dir> <work dir> <seconds>
 set -euo pipefail
 binary=$1 name=$2 source=$3 work=$4 seconds=$5
@@ -12,5 +14,5 @@ regressions=("$source/fuzz/regressions/$name"/*)
 if [ -e "${regressions[0]}" ]; then
   "$binary" -artifact_prefix="$work/artifacts/$name-" "${regressions[@]}"
 fi
-"$binary" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+"$binary" -seed="${VITUNE_FUZZ_SEED:-1}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
   -artifact_prefix="$work/artifacts/$name-" "$work/corpus/$name" "$source/fuzz/corpus/$name"
