@@ -14,8 +14,11 @@ namespace vitune::data {
 
 namespace {
 
-// Bytes asked of gzread at a time (it takes an unsigned count).
-constexpr unsigned kGzipChunk = 1u << 20;
+// Bytes asked of gzread at a time (it takes an unsigned count), and zlib's buffer size:
+// at most 1 MiB, at least 64 KiB, otherwise the expected content's size, so that a small
+// file does not cost megabytes of buffers.
+constexpr size_t kGzipChunkMax = size_t(1) << 20;
+constexpr size_t kGzipChunkMin = size_t(1) << 16;
 // Deflate cannot expand data by more than about 1032 to 1.
 constexpr size_t kDeflateMaxRatio = 1032;
 
@@ -58,14 +61,15 @@ std::vector<uint8_t> read_gzip_or_plain(const std::string& path) {
   const size_t expected = expected_content_size(path);
   gzFile file = gzopen(path.c_str(), "rb");
   VITUNE_CHECK(file != nullptr, "cannot open file ", path, ": ", std::strerror(errno));
-  gzbuffer(file, kGzipChunk);
+  const unsigned chunk = unsigned(std::clamp(expected, kGzipChunkMin, kGzipChunkMax));
+  gzbuffer(file, chunk);
   // Room for the expected content and one more chunk, so the end is found without
   // growing; a wrong expectation only costs reallocations.
-  std::vector<uint8_t> bytes(expected + kGzipChunk);
+  std::vector<uint8_t> bytes(expected + chunk);
   size_t filled = 0;
   for (;;) {
-    if (bytes.size() - filled < kGzipChunk) bytes.resize(2 * bytes.size());
-    const int got = gzread(file, bytes.data() + filled, kGzipChunk);
+    if (bytes.size() - filled < chunk) bytes.resize(2 * bytes.size());
+    const int got = gzread(file, bytes.data() + filled, chunk);
     if (got < 0) {
       int code = 0;
       const std::string reason = gzerror(file, &code);
@@ -82,7 +86,7 @@ std::vector<uint8_t> read_gzip_or_plain(const std::string& path) {
                " bytes)");
   VITUNE_CHECK(closed == Z_OK, "file ", path, ": error ", closed, " reading gzip data");
   bytes.resize(filled);
-  if (bytes.capacity() > filled + 2 * size_t(kGzipChunk)) bytes.shrink_to_fit();
+  if (bytes.capacity() > filled + 2 * size_t(chunk)) bytes.shrink_to_fit();
   return bytes;
 }
 
