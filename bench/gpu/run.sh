@@ -27,15 +27,20 @@
 #      bf16: 12 runs of 10 + 3 steps                                  ~1 min    [60 s each]
 #   g. inputs (a random ViT-B/16, 12,800 images) + the GD-FPS anchor  ~30-60 s  [60 s + 180 s]
 #   h. if time is left: selection_cost.sh at two batch sizes, and the anchor with --tf32
+#   i. only when PARTS names it: `experiments`, docs/results/tuned/run.sh on the GPU with
+#      JOBS runs at a time (the component sweep and the methods table of issue 15) ~5 min
 # Only a failed build stops the script; any other part's failure is recorded in parts.tsv
 # and the summary, and the script goes on.
 #
 # Environment: OUT, SCRATCH, BUILD (default build-gpu), JOBS (16), BUDGET_S (480), DEVICE
 # (cuda), DEPS_ARCHIVE (default .gpu-deps/deps.tar.xz; none: the machine's own packages),
 # CMAKE (a cmake to use; default the machine's cmake >= 3.22, else the carried one),
-# SKIP_BUILD=1 (use BUILD as it is), DRY_RUN=1 (DEVICE cpu, the TF32 and bf16 runs left
+# PARTS (the parts after the build, in order; default "devices cuda_tests trace demo
+# vit_step anchor selection anchor_tf32"; "experiments" is the part i above),
+# EXPERIMENT_JOBS (runs at a time in part i, default JOBS), EXPERIMENTS_LIMIT (its
+# seconds, default the budget), SKIP_BUILD=1 (use BUILD as it is), DRY_RUN=1 (DEVICE cpu, the TF32 and bf16 runs left
 # out, tiny sizes, 2 jobs and a 40-minute budget: checks every command's flags and the
-# files passed between them on a machine without a GPU).
+# files passed between them on a machine without a GPU; part i runs QUICK=1).
 set -u -o pipefail
 
 OUT=${OUT:-runs/gpu}
@@ -65,6 +70,10 @@ else
   SELECT_IMAGES=1024 SELECT_BATCHES="32 64"
   DEMO_SIZE="--jobs 4" DEMO_LIMIT=200
 fi
+EXPERIMENTS_LIMIT=${EXPERIMENTS_LIMIT:-$BUDGET_S}
+EXPERIMENT_JOBS=${EXPERIMENT_JOBS:-$JOBS}
+ALL_PARTS="devices cuda_tests trace demo vit_step anchor selection anchor_tf32"
+PARTS=${PARTS:-$ALL_PARTS}
 PRECISIONS="fp32"
 [ "$DEVICE" != cpu ] && PRECISIONS="fp32 tf32 bf16"
 
@@ -221,15 +230,21 @@ trace() {
 
 # The demo at its defaults (at its smallest in a dry run), every step on DEVICE, on the
 # carried Fashion-MNIST (or the machine's Debian package).
-demo() {
-  local root="" suffix=""
+# Sets DATA_SUFFIX to the "&root=" of the carried Fashion-MNIST, or to nothing where the
+# machine has the Debian package; fails where neither is there.
+fashion_mnist() {
+  DATA_SUFFIX=""
   if [ -f "$DEPS/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte" ]; then
-    root=$DEPS/usr/share/datasets/fashion-mnist
-    suffix="&root=$root"
+    DATA_SUFFIX="&root=$DEPS/usr/share/datasets/fashion-mnist"
   elif [ ! -d /usr/share/datasets/fashion-mnist ]; then
     echo "no Fashion-MNIST: neither carried (prepare_deps.sh with WITH_DATA=1) nor installed"
     return 1
   fi
+}
+
+demo() {
+  fashion_mnist || return 1
+  local suffix=$DATA_SUFFIX
   rm -rf "$SCRATCH/demo"
   # shellcheck disable=SC2086  # DEMO_SIZE is a list of flags
   limited "$DEMO_LIMIT" "$VITUNE" demo --device "$DEVICE" $DEMO_SIZE --out "$SCRATCH/demo" \
@@ -296,6 +311,27 @@ selection() {
     cp "$SCRATCH/selection_b$batch"/vit_b16_*.json "$RESULTS/selection_b$batch/" || failed=1
   done
   return $failed
+}
+
+# docs/results/tuned/run.sh on DEVICE with 16 runs at a time: the component sweep until
+# every best rate is bracketed, and the methods table; every run's results, logs and
+# output (not the models) are copied to experiments/. Needs the Debian data folder
+# /usr/share/datasets/fashion-mnist (linked to the carried one where missing), because
+# the script's dataset specs name no root.
+experiments() {
+  fashion_mnist || return 1
+  if [ -n "$DATA_SUFFIX" ] && [ ! -e /usr/share/datasets/fashion-mnist ]; then
+    mkdir -p /usr/share/datasets && ln -s "$DEPS/usr/share/datasets/fashion-mnist" /usr/share/datasets/fashion-mnist ||
+      { echo "cannot link the carried Fashion-MNIST into /usr/share/datasets"; return 1; }
+  fi
+  local work=$SCRATCH/tuned status
+  limited "$EXPERIMENTS_LIMIT" env V="$VITUNE" W="$work" DEVICE="$DEVICE" JOBS="$EXPERIMENT_JOBS" \
+    QUICK="$DRY_RUN" sh docs/results/tuned/run.sh > "$RESULTS/experiments.log" 2>&1
+  status=$?
+  tail -n 5 "$RESULTS/experiments.log"
+  mkdir -p "$RESULTS/experiments"
+  [ -d "$work" ] && tar -C "$work" -cf - --exclude='*.safetensors' . | tar -C "$RESULTS/experiments" -xf -
+  return $status
 }
 
 # The value of "key" in a one-line JSON object (numbers, booleans and simple strings),
@@ -371,15 +407,21 @@ main() {
       return 1
     fi
   fi
-  part devices devices
-  part cuda_tests cuda_tests
-  part trace trace
-  part demo demo
-  part vit_step vit_steps
-  part anchor_inputs anchor_inputs
-  part anchor anchor_fp32
-  part selection selection
-  [ "$DEVICE" != cpu ] && part anchor_tf32 anchor_tf32
+  local name
+  for name in $PARTS; do
+    case $name in
+      devices) part devices devices ;;
+      cuda_tests) part cuda_tests cuda_tests ;;
+      trace) part trace trace ;;
+      demo) part demo demo ;;
+      vit_step) part vit_step vit_steps ;;
+      anchor) part anchor_inputs anchor_inputs; part anchor anchor_fp32 ;;
+      selection) part selection selection ;;
+      anchor_tf32) [ "$DEVICE" != cpu ] && part anchor_tf32 anchor_tf32 ;;
+      experiments) part experiments experiments ;;
+      *) echo "PARTS: unknown part $name (expected: $ALL_PARTS experiments)"; return 1 ;;
+    esac
+  done
   summary
 }
 
