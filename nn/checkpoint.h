@@ -36,7 +36,7 @@ const char* layout_name(CheckpointLayout layout);
 struct LoadOptions {
   int heads = 0;            // 0: not given
   double ln_eps = 0.0;      // 0: not given
-  std::string global_pool;  // "token" or "avg"; empty: not given
+  std::string global_pool;  // "token", "avg" or "none"; empty: not given
   std::string act;          // "gelu" or "quick_gelu"; empty: not given
   int img_size = 0;         // 0: the checkpoint's; else pos_embed is resampled to this size
   bool antialias = true;    // resample as timm (F.interpolate antialias=True); false: antialias=False

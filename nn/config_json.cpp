@@ -58,9 +58,10 @@ ConfigJson read_config_json_beside(const std::string& weights_path) {
     if (args.contains("act_layer")) out.act = activation(args["act_layer"], "model_args.act_layer", out.path);
     if (args.contains("global_pool")) {
       std::string pool = args["global_pool"].is_string() ? args["global_pool"].get<std::string>() : "?";
-      VITUNE_CHECK(pool == "token" || pool == "avg", out.path, ": field 'model_args.global_pool' must be ",
-                   "\"token\" or \"avg\", got ", args["global_pool"].dump());
-      out.global_pool = pool;
+      VITUNE_CHECK(pool == "token" || pool == "avg" || pool.empty(), out.path,
+                   ": field 'model_args.global_pool' must be \"token\", \"avg\" or \"\" (no pooling), got ",
+                   args["global_pool"].dump());
+      out.global_pool = pool.empty() ? "none" : pool;
     }
   }
   return out;

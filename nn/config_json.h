@@ -16,7 +16,7 @@ struct ConfigJson {
   double ln_eps = 0.0;      // 0: not given
   int image_size = 0;
   int patch_size = 0;
-  std::string global_pool;  // "token", "avg" or empty
+  std::string global_pool;  // "token", "avg", "none" (timm's '') or empty
 };
 
 // Reads config.json in the folder of `weights_path` when there is one. A field of the

@@ -27,7 +27,8 @@ void VitConfig::validate(const std::string& source) const {
   require(num_classes >= 0 && num_classes <= 1000000, "num_classes", "in [0, 1000000]");
   require(ln_eps > 0 && ln_eps < 1, "ln_eps", "in (0, 1)");
   require(reg_tokens >= 0 && reg_tokens <= 64, "reg_tokens", "in [0, 64]");
-  require(global_pool == "token" || global_pool == "avg", "global_pool", "\"token\" or \"avg\"");
+  require(global_pool == "token" || global_pool == "avg" || global_pool == "none", "global_pool",
+          "\"token\", \"avg\" or \"none\"");
   require(global_pool != "token" || class_token, "global_pool",
           "\"avg\" when there is no class token (token pooling reads the class token)");
   require(!dist_token || (class_token && global_pool == "token"), "dist_token",

@@ -22,8 +22,10 @@ struct VitConfig {
   int reg_tokens = 0;            // DINOv2-style registers after the class token
   bool dist_token = false;       // DeiT distilled: a second head on token 1, logits averaged
   bool no_embed_class = false;   // pos_embed covers the patches only (added before the prefix)
-  std::string global_pool = "token";  // "token" (token 0) or "avg" (mean of the patch tokens)
-  bool fc_norm = false;          // LayerNorm after pooling instead of the final `norm`
+  // "token" (token 0), "avg" (mean of the patch tokens) or "none" (timm's global_pool='':
+  // every token is returned, the head applied to each)
+  std::string global_pool = "token";
+  bool fc_norm = false;          // LayerNorm after pooling (on every token with "none") instead of `norm`
   bool qkv_bias = true;
   double init_values = 0.0;      // LayerScale ls1/ls2 (with this initial value) when > 0
   bool pre_norm = false;         // norm_pre after the position embedding; patch conv without bias

@@ -175,6 +175,19 @@ def main():
             grids[f"pos.{old}to{new}.{'aa' if aa else 'plain'}"] = resample_abs_pos_embed(pos, (new, new), 1, aa)
     write_safetensors(path("pos_embed_resample.expected.safetensors"), grids)
 
+    # Families added later, after every draw above so that the earlier files stay as they were.
+    # timm with global_pool='' (no pooling): every token's logits [B, N, classes]; a hub
+    # config.json beside the weights says so (timm writes '' only into model_args).
+    no_pool = TimmViT(global_pool="")
+    randomize(no_pool)
+    images = torch.randn(2, 3, 16, 16)
+    os.makedirs(path("timm_no_pool"), exist_ok=True)
+    write_safetensors(path("timm_no_pool/model.safetensors"), half(state(no_pool)))
+    with open(path("timm_no_pool/config.json"), "w") as f:
+        json.dump({"architecture": "vit_tiny_patch4_16", "num_classes": 5, "num_features": 32,
+                   "model_args": {"embed_dim": 32, "depth": 2, "num_heads": 2, "global_pool": ""}}, f, indent=2)
+    expected("timm_no_pool", images, no_pool(images))
+
     for name in sorted(os.listdir(OUT)):
         full = path(name)
         sizes = [os.path.getsize(os.path.join(full, f)) for f in os.listdir(full)] if os.path.isdir(full) \

@@ -118,7 +118,11 @@ class TimmViT(nn.Module):
         x = self.forward_features(images)
         if self.head_dist is not None:  # VisionTransformerDistilled at eval
             return (self.head(x[:, 0]) + self.head_dist(x[:, 1])) / 2
-        x = x[:, self.prefix:].mean(dim=1) if self.c["global_pool"] == "avg" else x[:, 0]
+        if self.c["global_pool"] == "avg":
+            x = x[:, self.prefix:].mean(dim=1)
+        elif self.c["global_pool"] == "token":
+            x = x[:, 0]
+        # global_pool '': every token, as timm's global_pool_nlc leaves them; the head acts on each.
         return self.head(self.fc_norm(x))
 
 

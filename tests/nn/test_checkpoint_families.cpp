@@ -1,14 +1,17 @@
 // Every checkpoint family tools/make_family_golden.py writes (timm avg pooling with and
 // without fc_norm, no class token, no qkv bias, DINOv2 registers and LayerScale, DeiT
 // distilled, a CLIP port with quick_gelu, open_clip's visual tower, Hugging Face Dinov2,
-// CLIPVision and DeiT with teacher with config.json, big_vision npz prefixes) loads and gives PyTorch's
+// CLIPVision and DeiT with teacher with config.json, big_vision npz prefixes, timm without
+// pooling) loads and gives PyTorch's
 // (also at another image size, with pos_embed resampled as timm does)
 // logits within |a - b| <= 1e-5 + 1e-4 |b| (f32), on every device; the cross-entropy
 // gradients saved for some families match within 1e-5 + 1e-3 |b|. The largest logit
 // difference per family is printed (the README's table copies it).
+#include <algorithm>
 #include <cstdio>
 
 #include "device_test.h"
+#include "engine/ops.h"
 #include "nn/checkpoint.h"
 #include "nn/pos_embed_resample.h"
 #include "nn/safetensors.h"
@@ -40,6 +43,8 @@ const Family kFamilies[] = {
     {"hf_deit", "hf_deit/model.safetensors", 0, "", "", nn::CheckpointLayout::HuggingFace},
     {"big_vision_params", "big_vision_params.npz", 0, "", "", nn::CheckpointLayout::GoogleNpz},
     {"big_vision_opt_target", "big_vision_opt_target.npz", 0, "", "", nn::CheckpointLayout::GoogleNpz},
+    // timm global_pool='' from config.json: logits of every token, [2, 17, 5].
+    {"timm_no_pool", "timm_no_pool/model.safetensors", 0, "", "", nn::CheckpointLayout::Timm},
 };
 
 std::string family_path(const std::string& name) { return data_path("families/" + name); }
@@ -72,6 +77,9 @@ TEST_P(CheckpointFamilies, GradientsThroughLayerScaleAvgPoolAndDistillationMatch
   int checked = 0;
   for (const Family& f : kFamilies) {
     nn::SafetensorsFile golden = nn::read_safetensors(family_path(std::string(f.name) + ".expected.safetensors"));
+    const bool has_gradients = std::any_of(golden.names.begin(), golden.names.end(),
+                                           [](const std::string& name) { return name.rfind("grad.", 0) == 0; });
+    if (!has_gradients) continue;
     nn::LoadedVit loaded = load(f, device());
     Tensor labels = Tensor::from_vector<int64_t>({2}, {1, 3}, Device::cpu()).to(device());
     autograd::Variable loss = autograd::cross_entropy(
@@ -181,6 +189,26 @@ TEST(CheckpointFamilyRefusals, TheSourceOfEachGuessableFieldIsReported) {
   EXPECT_EQ(old.model->config().act, "gelu");
   EXPECT_NE(old.sources.at("global_pool").find("vitune's only choice"), std::string::npos);
   EXPECT_NE(old.sources.at("act").find("vitune's only choice"), std::string::npos);
+}
+
+// timm's global_pool='' recorded in config.json: every token goes through the final norm
+// and the head; --global-pool token (reset_classifier's global_pool) pools token 0 again,
+// which gives the token-0 row of the per-token logits.
+TEST(CheckpointFamilyRefusals, NoPoolingReturnsEveryTokenAndGlobalPoolOverridesIt) {
+  nn::LoadedVit none = nn::load_vit(family_path("timm_no_pool/model.safetensors"), Device::cpu());
+  EXPECT_EQ(none.model->config().global_pool, "none");
+  EXPECT_NE(none.sources.at("global_pool").find("timm_no_pool/config.json"), std::string::npos)
+      << none.sources.at("global_pool");
+  nn::SafetensorsFile golden = nn::read_safetensors(family_path("timm_no_pool.expected.safetensors"));
+  autograd::NoGradGuard no_grad;
+  autograd::Variable images(golden.at("images").clone());
+  EXPECT_EQ(none.model->features(images).value().shape(), (Shape{2, 17, 32}));
+  nn::LoadOptions token;
+  token.global_pool = "token";
+  nn::LoadedVit pooled = nn::load_vit(family_path("timm_no_pool/model.safetensors"), Device::cpu(), token);
+  Tensor logits = pooled.model->forward(images).value();
+  EXPECT_EQ(logits.shape(), (Shape{2, 5}));
+  EXPECT_TRUE(tensors_close(logits, ops::select_token(golden.at("logits"), 0), kF32Forward, "token 0"));
 }
 
 TEST(CheckpointFamilyRefusals, AHeadCountAssumedFromDimIsSaidToBeAssumed) {
