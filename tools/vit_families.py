@@ -6,7 +6,7 @@ qkv_bias, init_values (LayerScale ls1/ls2.gamma), pre_norm (norm_pre, bias-free 
 conv), act_layer gelu or quick_gelu, distilled (dist_token, head_dist). OpenClipVisual
 follows open_clip's VisionTransformer (conv1, class_embedding, positional_embedding,
 ln_pre, transformer.resblocks.N with nn.MultiheadAttention in_proj, ln_post, proj).
-The renames give Hugging Face Dinov2Model, DeiTForImageClassificationWithTeacher and
+The renames give Hugging Face Dinov2Model, DeiTForImageClassification(WithTeacher) and
 CLIPVisionModelWithProjection keys.
 """
 
@@ -238,8 +238,10 @@ def timm_dinov2_to_hf(timm, depth):
     return {k: v.contiguous() for k, v in out.items()}
 
 
-def timm_deit_to_hf(timm, depth):
-    """A timm distilled DeiT in transformers' DeiTForImageClassificationWithTeacher names."""
+def timm_deit_to_hf(timm, depth, teacher=True):
+    """A timm distilled DeiT in transformers' DeiTForImageClassificationWithTeacher names, or
+    with teacher False in DeiTForImageClassification's: the same DeiTModel and one
+    `classifier` (timm's head; head_dist has no counterpart there)."""
     out = {
         "deit.embeddings.cls_token": timm["cls_token"],
         "deit.embeddings.distillation_token": timm["dist_token"],
@@ -251,6 +253,9 @@ def timm_deit_to_hf(timm, depth):
         "distillation_classifier.weight": timm["head_dist.weight"],
         "distillation_classifier.bias": timm["head_dist.bias"],
     }
+    if not teacher:
+        del out["distillation_classifier.weight"], out["distillation_classifier.bias"]
+        out["classifier.weight"], out["classifier.bias"] = out.pop("cls_classifier.weight"), out.pop("cls_classifier.bias")
     out.update(timm_to_hf_encoder(timm, depth, "deit.encoder.layer", {
         "qkv": [f"attention.attention.{p}" for p in ("query", "key", "value")],
         "pairs": [("norm1", "layernorm_before"), ("norm2", "layernorm_after"), ("attn.proj", "attention.output.dense"),

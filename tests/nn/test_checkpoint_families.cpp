@@ -1,8 +1,8 @@
 // Every checkpoint family tools/make_family_golden.py writes (timm avg pooling with and
 // without fc_norm, no class token, no qkv bias, DINOv2 registers and LayerScale, DeiT
 // distilled, a CLIP port with quick_gelu, open_clip's visual tower, Hugging Face Dinov2,
-// CLIPVision and DeiT with teacher with config.json, big_vision npz prefixes, timm without
-// pooling) loads and gives PyTorch's
+// CLIPVision and DeiT with and without teacher with config.json, big_vision npz prefixes,
+// timm without pooling) loads and gives PyTorch's
 // (also at another image size, with pos_embed resampled as timm does)
 // logits within |a - b| <= 1e-5 + 1e-4 |b| (f32), on every device; the cross-entropy
 // gradients saved for some families match within 1e-5 + 1e-3 |b|. The largest logit
@@ -41,6 +41,7 @@ const Family kFamilies[] = {
     {"hf_dinov2", "hf_dinov2/model.safetensors", 0, "", "", nn::CheckpointLayout::HuggingFace},
     {"hf_clip_vision", "hf_clip_vision/model.safetensors", 0, "", "", nn::CheckpointLayout::HuggingFace},
     {"hf_deit", "hf_deit/model.safetensors", 0, "", "", nn::CheckpointLayout::HuggingFace},
+    {"hf_deit_no_teacher", "hf_deit_no_teacher/model.safetensors", 0, "", "", nn::CheckpointLayout::HuggingFace},
     {"big_vision_params", "big_vision_params.npz", 0, "", "", nn::CheckpointLayout::GoogleNpz},
     {"big_vision_opt_target", "big_vision_opt_target.npz", 0, "", "", nn::CheckpointLayout::GoogleNpz},
     // timm global_pool='' from config.json: logits of every token, [2, 17, 5].
@@ -209,6 +210,22 @@ TEST(CheckpointFamilyRefusals, NoPoolingReturnsEveryTokenAndGlobalPoolOverridesI
   Tensor logits = pooled.model->forward(images).value();
   EXPECT_EQ(logits.shape(), (Shape{2, 5}));
   EXPECT_TRUE(tensors_close(logits, ops::select_token(golden.at("logits"), 0), kF32Forward, "token 0"));
+}
+
+// Hugging Face DeiT: with teacher, timm's distilled model (two heads); without, one head
+// on the class token and the distillation token read as a register.
+TEST(CheckpointFamilyRefusals, HuggingFaceDeitWithoutTeacherHasOneHeadOnTheClassToken) {
+  nn::LoadedVit teacher = nn::load_vit(family_path("hf_deit/model.safetensors"), Device::cpu());
+  EXPECT_TRUE(teacher.model->config().dist_token);
+  EXPECT_NE(teacher.model->head_dist, nullptr);
+  nn::LoadedVit single = nn::load_vit(family_path("hf_deit_no_teacher/model.safetensors"), Device::cpu());
+  const nn::VitConfig& c = single.model->config();
+  EXPECT_FALSE(c.dist_token);
+  EXPECT_EQ(c.reg_tokens, 1);
+  EXPECT_EQ(c.global_pool, "token");
+  EXPECT_EQ(single.model->head_dist, nullptr);
+  EXPECT_EQ(c.tokens(), 18);  // class, distillation and 16 patches
+  EXPECT_DOUBLE_EQ(c.ln_eps, 1e-12);
 }
 
 TEST(CheckpointFamilyRefusals, AHeadCountAssumedFromDimIsSaidToBeAssumed) {
