@@ -55,6 +55,7 @@ std::string VitConfig::to_json() const {
   j["global_pool"] = global_pool;
   j["fc_norm"] = fc_norm;
   j["qkv_bias"] = qkv_bias;
+  j["qk_norm"] = qk_norm;
   j["init_values"] = init_values;
   j["pre_norm"] = pre_norm;
   j["act"] = act;
@@ -104,6 +105,7 @@ VitConfig VitConfig::from_json(const std::string& text, const std::string& sourc
     else if (k == "global_pool") read_string(key, base.global_pool);
     else if (k == "fc_norm") read_bool(key, base.fc_norm);
     else if (k == "qkv_bias") read_bool(key, base.qkv_bias);
+    else if (k == "qk_norm") read_bool(key, base.qk_norm);
     else if (k == "init_values") read_number(key, base.init_values);
     else if (k == "pre_norm") read_bool(key, base.pre_norm);
     else if (k == "act") read_string(key, base.act);

@@ -1,6 +1,6 @@
 // The shape of a Vision Transformer, as timm's VisionTransformer constructor arguments
 // name it (class_token, reg_tokens, no_embed_class, global_pool, fc_norm, qkv_bias,
-// init_values, pre_norm, act), plus DeiT's distillation token and the bias-free final
+// qk_norm, init_values, pre_norm, act), plus DeiT's distillation token and the bias-free final
 // projection of CLIP towers (head_bias false).
 #pragma once
 
@@ -27,6 +27,7 @@ struct VitConfig {
   std::string global_pool = "token";
   bool fc_norm = false;          // LayerNorm after pooling (on every token with "none") instead of `norm`
   bool qkv_bias = true;
+  bool qk_norm = false;          // LayerNorm of each head's q and k (attn.q_norm, attn.k_norm)
   double init_values = 0.0;      // LayerScale ls1/ls2 (with this initial value) when > 0
   bool pre_norm = false;         // norm_pre after the position embedding; patch conv without bias
   std::string act = "gelu";      // "gelu" (exact erf) or "quick_gelu" (x sigmoid(1.702 x))

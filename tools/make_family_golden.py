@@ -204,6 +204,10 @@ def main():
                    "image_size": 16, "patch_size": 4, "qkv_bias": True}, f, indent=2)
     expected("hf_deit_no_teacher", images, deit.head(deit.forward_features(images)[:, 0]))
 
+    # timm qk_norm=True: LayerNorms over each head's q and k; gradients through both.
+    timm_family("timm_qk_norm", ["blocks.0.attn.q_norm.weight", "blocks.1.attn.k_norm.bias",
+                                 "blocks.0.attn.qkv.weight"], qk_norm=True)
+
     for name in sorted(os.listdir(OUT)):
         full = path(name)
         sizes = [os.path.getsize(os.path.join(full, f)) for f in os.listdir(full)] if os.path.isdir(full) \

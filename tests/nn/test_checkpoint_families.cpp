@@ -1,5 +1,5 @@
 // Every checkpoint family tools/make_family_golden.py writes (timm avg pooling with and
-// without fc_norm, no class token, no qkv bias, DINOv2 registers and LayerScale, DeiT
+// without fc_norm, no class token, no qkv bias, qk_norm, DINOv2 registers and LayerScale, DeiT
 // distilled, a CLIP port with quick_gelu, open_clip's visual tower, Hugging Face Dinov2,
 // CLIPVision and DeiT with and without teacher with config.json, big_vision npz prefixes,
 // timm without pooling) loads and gives PyTorch's
@@ -13,6 +13,7 @@
 #include "device_test.h"
 #include "engine/ops.h"
 #include "nn/checkpoint.h"
+#include "nn/components.h"
 #include "nn/pos_embed_resample.h"
 #include "nn/safetensors.h"
 #include "test_util.h"
@@ -34,6 +35,7 @@ const Family kFamilies[] = {
     {"timm_avg_no_fc_norm", "timm_avg_no_fc_norm.safetensors", 2, "avg", "", nn::CheckpointLayout::Timm},
     {"timm_no_class_token", "timm_no_class_token.safetensors", 2, "", "", nn::CheckpointLayout::Timm},
     {"timm_no_qkv_bias", "timm_no_qkv_bias.safetensors", 2, "", "", nn::CheckpointLayout::Timm},
+    {"timm_qk_norm", "timm_qk_norm.safetensors", 2, "", "", nn::CheckpointLayout::Timm},
     {"timm_dinov2_reg4", "timm_dinov2_reg4.safetensors", 2, "", "", nn::CheckpointLayout::Timm},
     {"timm_deit_distilled", "timm_deit_distilled.safetensors", 2, "", "", nn::CheckpointLayout::Timm},
     {"timm_clip_quickgelu", "timm_clip_quickgelu.safetensors", 2, "", "quick_gelu", nn::CheckpointLayout::Timm},
@@ -74,7 +76,7 @@ TEST_P(CheckpointFamilies, LogitsMatchPyTorch) {
   }
 }
 
-TEST_P(CheckpointFamilies, GradientsThroughLayerScaleAvgPoolAndDistillationMatchPyTorch) {
+TEST_P(CheckpointFamilies, GradientsThroughLayerScaleAvgPoolDistillationAndQkNormMatchPyTorch) {
   int checked = 0;
   for (const Family& f : kFamilies) {
     nn::SafetensorsFile golden = nn::read_safetensors(family_path(std::string(f.name) + ".expected.safetensors"));
@@ -94,7 +96,7 @@ TEST_P(CheckpointFamilies, GradientsThroughLayerScaleAvgPoolAndDistillationMatch
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 11) << "gradients saved by tools/make_family_golden.py";
+  EXPECT_EQ(checked, 14) << "gradients saved by tools/make_family_golden.py";
 }
 
 // timm's resample_abs_pos_embed (antialiased, as its checkpoint_filter_fn): up from a 4x4 grid to 6x6 with one prefix token
@@ -226,6 +228,29 @@ TEST(CheckpointFamilyRefusals, HuggingFaceDeitWithoutTeacherHasOneHeadOnTheClass
   EXPECT_EQ(single.model->head_dist, nullptr);
   EXPECT_EQ(c.tokens(), 18);  // class, distillation and 16 patches
   EXPECT_DOUBLE_EQ(c.ln_eps, 1e-12);
+}
+
+// timm qk_norm: told by the tensors, in timm's state-dict order (qkv, q_norm, k_norm,
+// proj), in the mha component, kept by save and load.
+TEST(CheckpointFamilyRefusals, QkNormIsToldByTheTensorsAndBelongsToMha) {
+  nn::LoadOptions heads;
+  heads.heads = 2;
+  nn::LoadedVit loaded = nn::load_vit(family_path("timm_qk_norm.safetensors"), Device::cpu(), heads);
+  EXPECT_TRUE(loaded.model->config().qk_norm);
+  std::vector<std::string> names;
+  for (const nn::Parameter* p : loaded.model->parameters()) {
+    if (p->name().rfind("blocks.0.attn.", 0) == 0) names.push_back(p->name());
+  }
+  const std::vector<std::string> expected = {
+      "blocks.0.attn.qkv.weight",    "blocks.0.attn.qkv.bias",    "blocks.0.attn.q_norm.weight",
+      "blocks.0.attn.q_norm.bias",   "blocks.0.attn.k_norm.weight", "blocks.0.attn.k_norm.bias",
+      "blocks.0.attn.proj.weight",   "blocks.0.attn.proj.bias"};
+  EXPECT_EQ(names, expected);
+  EXPECT_EQ(loaded.model->parameter("blocks.1.attn.k_norm.weight").shape(), (Shape{16}));  // dim 32 / 2 heads
+  EXPECT_EQ(nn::component_of("blocks.1.attn.q_norm.bias"), nn::Component::MHA);
+  TempPath file("qk_norm", ".safetensors");
+  nn::save_vit(file.str(), *loaded.model);
+  EXPECT_TRUE(nn::load_vit(file.str(), Device::cpu()).model->config().qk_norm);
 }
 
 TEST(CheckpointFamilyRefusals, AHeadCountAssumedFromDimIsSaidToBeAssumed) {
