@@ -23,6 +23,11 @@ Variable quick_gelu(const Variable& x);
 Variable softmax(const Variable& x);
 // Multi-head self-attention core on timm's fused qkv [B, N, 3D] -> context [B, N, D].
 Variable attention(const Variable& qkv, int heads);
+// timm's qk_norm on the fused qkv [B, N, 3D]: LayerNorm over each head's d_h = D/heads
+// entries of q (weight and bias [d_h], shared by the heads) and of k, v unchanged; the
+// result has qkv's layout. Composed of the functions here (its backward is theirs).
+Variable qk_layer_norm(const Variable& qkv, int heads, const Variable& q_weight, const Variable& q_bias,
+                       const Variable& k_weight, const Variable& k_bias, double eps);
 // Mean cross-entropy with label smoothing; labels i64 [B]. Result has shape [1].
 Variable cross_entropy(const Variable& logits, const Tensor& labels, double smoothing = 0.0);
 
@@ -45,6 +50,8 @@ Variable patchify(const Variable& images, int patch);
 Variable prepend_token(const Variable& token, const Variable& x);
 // Token `index` of every sequence: x [B, N, D] -> [B, D].
 Variable select_token(const Variable& x, int64_t index);
+// y [B, D] at token `index` of zeros [B, tokens, D] (the adjoint of select_token).
+Variable place_token(const Variable& y, int64_t tokens, int64_t index);
 // The mean of tokens [first, N) of every sequence: x [B, N, D] -> [B, D].
 Variable mean_tokens(const Variable& x, int64_t first);
 

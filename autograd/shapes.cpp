@@ -45,6 +45,12 @@ Variable select_token(const Variable& x, int64_t index) {
                      });
 }
 
+// y = zeros with y[:, index, :] = x:  dx = dy[:, index, :].
+Variable place_token(const Variable& x, int64_t tokens, int64_t index) {
+  return make_result(ops::place_token(x.value(), tokens, index), {x}, "place_token",
+                     [x, index](const Tensor& dy) { accumulate_grad(x, ops::select_token(dy, index)); });
+}
+
 // y[b] = (1/n) sum_{t >= first} x[b, t, :] with n = N - first:
 // dx[b, t, :] = dy[b] / n for t >= first, 0 before.
 Variable mean_tokens(const Variable& x, int64_t first) {

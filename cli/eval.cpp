@@ -22,7 +22,7 @@ void run_eval(const EvalOptions& options) {
   CommandOutputs outputs(options.output.flags);
   outputs.input(options.model.path).file("--results", options.output.results).check_and_lock();
   const Device device = options.device.select();
-  nn::LoadedVit loaded = options.model.load_model(device);
+  nn::LoadedVit loaded = options.model.load_pooled_model(device, "eval");
   VITUNE_CHECK(loaded.model->head, options.model.path, ": the model has no head (num_classes 0) to evaluate");
   const ModelInput input = options.data.preprocess.input_for(loaded);
   OpenedData eval = open_eval_data(options.data.eval_spec, options.data, input);

@@ -102,7 +102,7 @@ nlohmann::ordered_json set_trainable(const FinetuneOptions& options, nn::VisionT
 void run_finetune(const FinetuneOptions& options) {
   check_flag_combination(options);
   const CommandOutputs outputs = check_training_outputs(options.run, {options.model.path, options.mask});
-  nn::LoadedVit loaded = options.model.load_model(options.run.device.select());
+  nn::LoadedVit loaded = options.model.load_pooled_model(options.run.device.select(), "finetune");
   nn::VisionTransformer& model = *loaded.model;
   int classes = data::open_dataset(data::parse_dataset_spec(options.run.data.train_spec))->num_classes();
   model.reset_head(classes, options.run.output.seed);

@@ -52,10 +52,10 @@ void print_info(const ModelOptions& options) {
               c.img_size, c.patch, c.in_chans, c.dim, c.depth, c.heads, c.mlp_ratio, c.num_classes,
               c.ln_eps);
   std::printf("family      class_token %s, reg_tokens %d, dist_token %s, global_pool %s, fc_norm %s, qkv_bias %s, "
-              "layer_scale %s, pre_norm %s, act %s, head_bias %s\n",
+              "layer_scale %s, pre_norm %s, act %s, head_bias %s, qk_norm %s\n",
               c.class_token ? "yes" : "no", c.reg_tokens, c.dist_token ? "yes" : "no", c.global_pool.c_str(),
               c.fc_norm ? "yes" : "no", c.qkv_bias ? "yes" : "no", c.init_values > 0 ? "yes" : "no",
-              c.pre_norm ? "yes" : "no", c.act.c_str(), c.head_bias ? "yes" : "no");
+              c.pre_norm ? "yes" : "no", c.act.c_str(), c.head_bias ? "yes" : "no", c.qk_norm ? "yes" : "no");
   for (const auto& [field, source] : loaded.sources) std::printf("%-11s %s\n", field.c_str(), source.c_str());
   std::printf("tokens      %d (%d patches of %dx%d + %d prefix)\n", c.tokens(), c.num_patches(), c.patch, c.patch,
               c.prefix_tokens());

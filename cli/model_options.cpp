@@ -1,4 +1,4 @@
-// Registration of the shared model-loading flags.
+// Registration of the shared model-loading flags, and the check of commands that need pooling.
 #include "cli/flag_checks.h"
 #include "cli/model_options.h"
 
@@ -15,8 +15,10 @@ void ModelOptions::add_to(CLI::App& command) {
                      "norm_pre), Hugging Face 1e-12, open_clip 1e-5, npz 1e-6)")
       ->check(positive_number());
   command.add_option("--global-pool", load.global_pool,
-                     "Pooling: token or avg (default: metadata or config.json, else avg when the file has "
-                     "fc_norm or no class token, else token; avg without fc_norm needs this flag)")
+                     "Pooling: token or avg, also for a model saved without pooling (global_pool none: an "
+                     "output per token), as timm's reset_classifier(num_classes, global_pool=...) (default: "
+                     "metadata or config.json, else avg when the file has fc_norm or no class token, else "
+                     "token; avg without fc_norm needs this flag)")
       ->check(CLI::IsMember({"token", "avg"}));
   command.add_option("--act", load.act,
                      "MLP activation: gelu or quick_gelu (default: metadata or config.json, else gelu; "
@@ -26,6 +28,20 @@ void ModelOptions::add_to(CLI::App& command) {
                      "Run the model at this image size: the position embedding is resampled (bicubic, antialiased, prefix "
                      "tokens kept, as timm's resample_abs_pos_embed) (default: the checkpoint's size)")
       ->check(integer_from(1));
+}
+
+nn::LoadedVit ModelOptions::load_pooled_model(Device device, const std::string& command) const {
+  nn::LoadedVit loaded = load_model(device);
+  require_pooled(loaded, command);
+  return loaded;
+}
+
+void require_pooled(const nn::LoadedVit& loaded, const std::string& command) {
+  VITUNE_CHECK(loaded.model->config().global_pool != "none", loaded.path,
+               ": the model has no pooling (global_pool none, ", loaded.sources.at("global_pool"),
+               "): it gives an output per token, and `vitune ", command,
+               "` needs one prediction per image; pass --global-pool token|avg to pool the tokens, as timm's ",
+               "reset_classifier(num_classes, global_pool=...) does");
 }
 
 }  // namespace vitune::cli

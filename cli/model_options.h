@@ -19,6 +19,14 @@ struct ModelOptions {
   void add_to(CLI::App& command);
   // The checkpoint, built on `device`.
   nn::LoadedVit load_model(Device device) const { return nn::load_vit(path, device, load); }
+  // The same for `command`, which needs one prediction per image: a model without
+  // pooling is refused (require_pooled).
+  nn::LoadedVit load_pooled_model(Device device, const std::string& command) const;
 };
+
+// Refuses a model without pooling (global_pool "none": an output per token) for
+// `command`, naming --global-pool token|avg, which sets the pooling as timm's
+// reset_classifier(num_classes, global_pool=...) does.
+void require_pooled(const nn::LoadedVit& loaded, const std::string& command);
 
 }  // namespace vitune::cli

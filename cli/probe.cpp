@@ -43,7 +43,7 @@ void run_probe(const ProbeOptions& options) {
   CommandOutputs outputs(options.output.flags);
   outputs.input(options.model.path).file("--results", options.output.results).check_and_lock();
   const Device device = options.device.select();
-  nn::LoadedVit loaded = options.model.load_model(device);
+  nn::LoadedVit loaded = options.model.load_pooled_model(device, "probe");
   const ModelInput input = options.data.preprocess.input_for(loaded);
   OpenedData train, eval;
   const peft::ProbeFeatures train_features = features_of(options.data.train_spec, options, loaded, input, train);

@@ -155,6 +155,8 @@ void run_select(const SelectOptions& options) {
   outputs.file("--out", options.out).file("--results", options.results).check_and_lock();
   const Device device = options.device.select();
   nn::LoadedVit loaded = options.model.load_model(device);
+  // GPS ranks by the gradients of the loss on each image's prediction; the others read the blocks only.
+  if (options.method == "gps") require_pooled(loaded, "select --method gps");
   nn::VisionTransformer& model = *loaded.model;
   const peft::SelectionPolicy policy = policy_of(options);
   const peft::PolicyTargets targets = peft::resolve_policy(model, policy);

@@ -66,6 +66,7 @@ void run_trace(const TraceOptions& options) {
   Tensor labels = read_labels(input, images.dim(0), model.config().num_classes);
   VITUNE_CHECK(!labels.defined() || model.head, options.model.path,
                ": the model has no head (num_classes 0), so labels cannot give a loss");
+  if (labels.defined()) require_pooled(loaded, "trace with labels");
   images = images.to(device);
   if (labels.defined()) labels = labels.to(device);
 

@@ -76,6 +76,7 @@ VitConfig config_from_tensors(const TimmTensors& t, const std::string& path) {
     const Tensor& fc1 = required(t, "blocks.0.mlp.fc1.weight", path);
     c.mlp_ratio = double(fc1.dim(0)) / double(c.dim);
     c.qkv_bias = has("blocks.0.attn.qkv.bias");
+    c.qk_norm = has("blocks.0.attn.q_norm.weight");
     c.init_values = has("blocks.0.ls1.gamma") ? 1e-5 : 0.0;  // DINOv2's; only a fresh init reads it
   }
   c.pre_norm = has("norm_pre.weight");

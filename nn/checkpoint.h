@@ -3,8 +3,10 @@
 //                          head_dist), DINOv2 (ls1/ls2.gamma, reg_token), CLIP ports
 //                          (norm_pre), avg pooling with fc_norm, no qkv bias  (eps 1e-6,
 //                          1e-5 with norm_pre)
-//   Hugging Face           ViT / ViTModel, Dinov2Model and CLIPVision(WithProjection)
-//                          safetensors, q/k/v merged into qkv, with config.json beside
+//   Hugging Face           ViT / ViTModel, DeiT (with teacher: dist_token and head_dist;
+//                          without: the distillation token as one register), Dinov2Model
+//                          and CLIPVision(WithProjection) safetensors, q/k/v merged into
+//                          qkv, with config.json beside
 //                          them read for the head count, activation and epsilon
 //   open_clip / OpenAI     visual.conv1, visual.class_embedding, visual.transformer.
 //                          resblocks.N.attn.in_proj_weight, ..., visual.proj (eps 1e-5);
@@ -36,7 +38,7 @@ const char* layout_name(CheckpointLayout layout);
 struct LoadOptions {
   int heads = 0;            // 0: not given
   double ln_eps = 0.0;      // 0: not given
-  std::string global_pool;  // "token" or "avg"; empty: not given
+  std::string global_pool;  // "token", "avg" or "none"; empty: not given
   std::string act;          // "gelu" or "quick_gelu"; empty: not given
   int img_size = 0;         // 0: the checkpoint's; else pos_embed is resampled to this size
   bool antialias = true;    // resample as timm (F.interpolate antialias=True); false: antialias=False

@@ -1,7 +1,8 @@
 // The component taxonomy of a ViT's parameters, as the plasticity paper cuts a model:
 // emb (patch embedding, prefix tokens, position embedding, norm_pre), ln1, mha (with
-// LayerScale ls1), ln2, fc1, fc2 (with ls2) per block, norm (the final LayerNorm or
-// fc_norm) and head (with head_dist).
+// LayerScale ls1, and qk_norm's attn.q_norm / attn.k_norm: LayerNorms inside the
+// attention, not the paper's LN1 / LN2), ln2, fc1, fc2 (with ls2) per block, norm (the
+// final LayerNorm or fc_norm) and head (with head_dist).
 #pragma once
 
 #include <string>

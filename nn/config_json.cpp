@@ -16,9 +16,22 @@ using Json = nlohmann::json;
 
 void read_int(const Json& j, const char* key, int& field, const std::string& path) {
   if (!j.contains(key)) return;
-  VITUNE_CHECK(j[key].is_number_integer() && j[key].get<int64_t>() > 0, path, ": field '", key,
-               "' must be a positive integer, got ", j[key].dump());
+  VITUNE_CHECK(j[key].is_number_integer() && j[key].get<int64_t>() > 0 && j[key].get<int64_t>() <= 1 << 30, path,
+               ": field '", key, "' must be a positive integer, got ", j[key].dump());
   field = j[key].get<int>();
+}
+
+// Hugging Face writes a size as one integer or as [height, width]; vitune runs square
+// images and patches, so a pair must repeat one positive integer.
+void read_square_size(const Json& j, const char* key, int& field, const std::string& path) {
+  if (!j.contains(key)) return;
+  const Json& value = j[key];
+  const bool pair = value.is_array() && value.size() == 2 && value[0].is_number_integer() &&
+                    value[1].is_number_integer() && value[0].get<int64_t>() > 0 && value[1].get<int64_t>() > 0;
+  if (!pair) return read_int(j, key, field, path);
+  VITUNE_CHECK(value[0] == value[1], path, ": field '", key, "' is ", value.dump(),
+               " (height, width); vitune runs square images and patches only: expected one integer or [n, n]");
+  field = value[0].get<int>();
 }
 
 // gelu and quick_gelu under the names Hugging Face and timm give them.
@@ -44,8 +57,8 @@ ConfigJson read_config_json_beside(const std::string& weights_path) {
   VITUNE_CHECK(j.is_object(), out.path, ": not a JSON object");
   if (j.contains("vision_config") && j["vision_config"].is_object()) j = j["vision_config"];
   read_int(j, "num_attention_heads", out.heads, out.path);
-  read_int(j, "image_size", out.image_size, out.path);
-  read_int(j, "patch_size", out.patch_size, out.path);
+  read_square_size(j, "image_size", out.image_size, out.path);
+  read_square_size(j, "patch_size", out.patch_size, out.path);
   if (j.contains("hidden_act")) out.act = activation(j["hidden_act"], "hidden_act", out.path);
   if (j.contains("layer_norm_eps")) {
     VITUNE_CHECK(j["layer_norm_eps"].is_number(), out.path, ": field 'layer_norm_eps' must be a number, got ",
@@ -58,9 +71,10 @@ ConfigJson read_config_json_beside(const std::string& weights_path) {
     if (args.contains("act_layer")) out.act = activation(args["act_layer"], "model_args.act_layer", out.path);
     if (args.contains("global_pool")) {
       std::string pool = args["global_pool"].is_string() ? args["global_pool"].get<std::string>() : "?";
-      VITUNE_CHECK(pool == "token" || pool == "avg", out.path, ": field 'model_args.global_pool' must be ",
-                   "\"token\" or \"avg\", got ", args["global_pool"].dump());
-      out.global_pool = pool;
+      VITUNE_CHECK(pool == "token" || pool == "avg" || pool.empty(), out.path,
+                   ": field 'model_args.global_pool' must be \"token\", \"avg\" or \"\" (no pooling), got ",
+                   args["global_pool"].dump());
+      out.global_pool = pool.empty() ? "none" : pool;
     }
   }
   return out;

@@ -1,7 +1,7 @@
 // The config.json a Hugging Face or timm hub folder keeps beside its weights: what the
 // tensors cannot tell (the head count, activation, LayerNorm epsilon, pooling).
 //   Hugging Face: num_attention_heads, hidden_act, layer_norm_eps, image_size, patch_size
-//                 (under vision_config for a whole CLIPModel)
+//                 (one integer or a square [n, n]; under vision_config for a whole CLIPModel)
 //   timm:         model_args.num_heads, .global_pool, .act_layer, .fc_norm
 #pragma once
 
@@ -16,12 +16,12 @@ struct ConfigJson {
   double ln_eps = 0.0;      // 0: not given
   int image_size = 0;
   int patch_size = 0;
-  std::string global_pool;  // "token", "avg" or empty
+  std::string global_pool;  // "token", "avg", "none" (timm's '') or empty
 };
 
 // Reads config.json in the folder of `weights_path` when there is one. A field of the
-// wrong type or an activation other than gelu / quick_gelu is an error naming the file
-// and the field.
+// wrong type, a non-square size or an activation other than gelu / quick_gelu is an
+// error naming the file and the field.
 ConfigJson read_config_json_beside(const std::string& weights_path);
 
 }  // namespace vitune::nn

@@ -66,18 +66,32 @@ void LayerNorm::parameters(std::vector<Parameter*>& out) {
 }
 
 MultiHeadAttention::MultiHeadAttention(const std::string& prefix, int64_t dim, int heads, Device device,
-                                       bool qkv_bias)
-    : qkv(prefix + ".qkv", dim, 3 * dim, device, qkv_bias), proj(prefix + ".proj", dim, dim, device), heads(heads) {}
+                                       bool qkv_bias, bool qk_norm, double eps)
+    : qkv(prefix + ".qkv", dim, 3 * dim, device, qkv_bias), proj(prefix + ".proj", dim, dim, device), heads(heads) {
+  if (qk_norm) {
+    q_norm = std::make_unique<LayerNorm>(prefix + ".q_norm", dim / heads, eps, device);
+    k_norm = std::make_unique<LayerNorm>(prefix + ".k_norm", dim / heads, eps, device);
+  }
+}
 
 Variable MultiHeadAttention::forward(const Variable& x, const Observer& observe,
                                      const std::string& ctx_name) const {
-  Variable ctx = autograd::attention(qkv.forward(x), heads);
+  Variable fused = qkv.forward(x);
+  if (q_norm) {
+    fused = autograd::qk_layer_norm(fused, heads, q_norm->weight.var(), q_norm->bias.var(), k_norm->weight.var(),
+                                    k_norm->bias.var(), q_norm->eps);
+  }
+  Variable ctx = autograd::attention(fused, heads);
   notify(observe, ctx_name, ctx);
   return proj.forward(ctx);
 }
 
 void MultiHeadAttention::parameters(std::vector<Parameter*>& out) {
   qkv.parameters(out);
+  if (q_norm) {
+    q_norm->parameters(out);
+    k_norm->parameters(out);
+  }
   proj.parameters(out);
 }
 
@@ -92,7 +106,7 @@ void Mlp::parameters(std::vector<Parameter*>& out) {
 Block::Block(const std::string& prefix, const VitConfig& config, Device device)
     : prefix(prefix),
       norm1(prefix + ".norm1", config.dim, config.ln_eps, device),
-      attn(prefix + ".attn", config.dim, config.heads, device, config.qkv_bias),
+      attn(prefix + ".attn", config.dim, config.heads, device, config.qkv_bias, config.qk_norm, config.ln_eps),
       ls1(prefix + ".ls1.gamma", optional_zeros(config.init_values > 0, config.dim, device)),
       norm2(prefix + ".norm2", config.dim, config.ln_eps, device),
       mlp(prefix + ".mlp", config.dim, config.hidden(), device),

@@ -1,5 +1,5 @@
 // The ViT's modules, timm's names and layouts: Linear, LayerNorm, MultiHeadAttention
-// (fused qkv), Mlp, Block (pre-norm, optional LayerScale) and PatchEmbed. A parameter a
+// (fused qkv, optional q_norm / k_norm), Mlp, Block (pre-norm, optional LayerScale) and PatchEmbed. A parameter a
 // module goes without (a bias-free Linear, a Block without LayerScale) holds an
 // undefined tensor and is not listed by parameters(). Each module owns its parameters,
 // named with their full dotted timm names ("blocks.3.attn.qkv.weight"). A Linear may
@@ -56,11 +56,16 @@ class LayerNorm {
 
 class MultiHeadAttention {
  public:
-  MultiHeadAttention(const std::string& prefix, int64_t dim, int heads, Device device, bool qkv_bias = true);
-  // Returns proj(attention(qkv(x))); reports the context (proj's input) as `ctx_name`.
+  // With qk_norm, q_norm and k_norm are LayerNorms over a head's D/heads entries, with
+  // epsilon `eps` (timm's Attention(qk_norm=True)).
+  MultiHeadAttention(const std::string& prefix, int64_t dim, int heads, Device device, bool qkv_bias = true,
+                     bool qk_norm = false, double eps = 1e-6);
+  // Returns proj(attention(qk_norm(qkv(x)))); reports the context (proj's input) as `ctx_name`.
   Variable forward(const Variable& x, const Observer& observe, const std::string& ctx_name) const;
   void parameters(std::vector<Parameter*>& out);
   Linear qkv;   // [3D, D]: rows q, then k, then v; heads contiguous inside each
+  std::unique_ptr<LayerNorm> q_norm;  // null without qk_norm
+  std::unique_ptr<LayerNorm> k_norm;
   Linear proj;  // [D, D]
   int heads;
 };

@@ -1,4 +1,4 @@
-// Hugging Face ViT / ViTModel, DeiT (DeiTForImageClassificationWithTeacher), Dinov2Model
+// Hugging Face ViT / ViTModel, DeiT (DeiTForImageClassification(WithTeacher)), Dinov2Model
 // and CLIPVisionModel(WithProjection) tensors renamed into timm's layout; config.json beside the weights is read by read_as_timm.
 #include "nn/layout_util.h"
 
@@ -104,7 +104,11 @@ TimmTensors from_hugging_face(std::map<std::string, Tensor> pool, const std::str
     auto& t = out.tensors;
     auto move = [&](const std::string& from, const std::string& to) { t[to] = take(pool, from, path); };
     move(p + "embeddings.cls_token", "cls_token");
-    move_if_present(pool, p + "embeddings.distillation_token", t, "dist_token");
+    // DeiTForImageClassification reads the class token only: its distillation token is
+    // attended to and then unused, which is what timm's ViT computes with one register
+    // (reg_tokens=1; timm's distilled model always has head_dist).
+    const bool class_token_head_only = pool.count("classifier.weight") && !pool.count("cls_classifier.weight");
+    move_if_present(pool, p + "embeddings.distillation_token", t, class_token_head_only ? "reg_token" : "dist_token");
     move(p + "embeddings.position_embeddings", "pos_embed");
     move(p + "embeddings.patch_embeddings.projection.weight", "patch_embed.proj.weight");
     move(p + "embeddings.patch_embeddings.projection.bias", "patch_embed.proj.bias");

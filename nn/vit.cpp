@@ -92,8 +92,9 @@ Variable VisionTransformer::features(const Variable& images, const Observer& obs
   if (config_.dist_token) {
     return autograd::scale(autograd::add(autograd::select_token(tokens, 0), autograd::select_token(tokens, 1)), 0.5);
   }
-  Variable pooled = config_.global_pool == "avg" ? autograd::mean_tokens(tokens, config_.prefix_tokens())
-                                                 : autograd::select_token(tokens, 0);
+  Variable pooled = config_.global_pool == "avg"    ? autograd::mean_tokens(tokens, config_.prefix_tokens())
+                   : config_.global_pool == "none" ? tokens
+                                                   : autograd::select_token(tokens, 0);
   return fc_norm ? fc_norm->forward(pooled) : pooled;
 }
 

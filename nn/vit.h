@@ -1,8 +1,8 @@
 // VisionTransformer: patch embedding, prefix tokens (class token, registers, DeiT's
 // distillation token), learned position embedding, optional norm_pre, pre-norm blocks
 // (optional LayerScale, gelu or quick_gelu), final LayerNorm, pooling of token 0 or the
-// mean of the patch tokens (then fc_norm instead of the final norm when the config has
-// it) and a linear head, exactly as timm's VisionTransformer and
+// mean of the patch tokens or none (every token; then fc_norm instead of the final norm
+// when the config has it) and a linear head, exactly as timm's VisionTransformer and
 // VisionTransformerDistilled compute them; optionally with LoRA adapters on the blocks'
 // linear layers for finetuning, merged away before saving.
 #pragma once
@@ -23,11 +23,13 @@ class VisionTransformer {
   const VitConfig& config() const { return config_; }
   // images [B, C, H, W] f32 -> logits [B, num_classes] (the pooled feature [B, dim]
   // when num_classes is 0). With a distillation token the logits are the mean of head
-  // on token 0 and head_dist on token 1, as timm computes them at evaluation.
+  // on token 0 and head_dist on token 1, as timm computes them at evaluation. Without
+  // pooling (global_pool "none") every token's: [B, tokens, num_classes] (or
+  // [B, tokens, dim] without a head), as timm's forward_head with global_pool=''.
   // `observe` sees every block's intermediates.
   Variable forward(const Variable& images, const Observer& observe = {}) const;
   // The pooled feature [B, dim], the input of the head (with a distillation token, the
-  // mean of tokens 0 and 1, timm's pre_logits).
+  // mean of tokens 0 and 1, timm's pre_logits; without pooling [B, tokens, dim]).
   Variable features(const Variable& images, const Observer& observe = {}) const;
 
   // All parameters in timm's state-dict order (an adapter's lora_A and lora_B follow its

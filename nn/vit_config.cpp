@@ -27,7 +27,8 @@ void VitConfig::validate(const std::string& source) const {
   require(num_classes >= 0 && num_classes <= 1000000, "num_classes", "in [0, 1000000]");
   require(ln_eps > 0 && ln_eps < 1, "ln_eps", "in (0, 1)");
   require(reg_tokens >= 0 && reg_tokens <= 64, "reg_tokens", "in [0, 64]");
-  require(global_pool == "token" || global_pool == "avg", "global_pool", "\"token\" or \"avg\"");
+  require(global_pool == "token" || global_pool == "avg" || global_pool == "none", "global_pool",
+          "\"token\", \"avg\" or \"none\"");
   require(global_pool != "token" || class_token, "global_pool",
           "\"avg\" when there is no class token (token pooling reads the class token)");
   require(!dist_token || (class_token && global_pool == "token"), "dist_token",
@@ -54,6 +55,7 @@ std::string VitConfig::to_json() const {
   j["global_pool"] = global_pool;
   j["fc_norm"] = fc_norm;
   j["qkv_bias"] = qkv_bias;
+  j["qk_norm"] = qk_norm;
   j["init_values"] = init_values;
   j["pre_norm"] = pre_norm;
   j["act"] = act;
@@ -103,6 +105,7 @@ VitConfig VitConfig::from_json(const std::string& text, const std::string& sourc
     else if (k == "global_pool") read_string(key, base.global_pool);
     else if (k == "fc_norm") read_bool(key, base.fc_norm);
     else if (k == "qkv_bias") read_bool(key, base.qkv_bias);
+    else if (k == "qk_norm") read_bool(key, base.qk_norm);
     else if (k == "init_values") read_number(key, base.init_values);
     else if (k == "pre_norm") read_bool(key, base.pre_norm);
     else if (k == "act") read_string(key, base.act);

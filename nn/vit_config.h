@@ -1,6 +1,6 @@
 // The shape of a Vision Transformer, as timm's VisionTransformer constructor arguments
 // name it (class_token, reg_tokens, no_embed_class, global_pool, fc_norm, qkv_bias,
-// init_values, pre_norm, act), plus DeiT's distillation token and the bias-free final
+// qk_norm, init_values, pre_norm, act), plus DeiT's distillation token and the bias-free final
 // projection of CLIP towers (head_bias false).
 #pragma once
 
@@ -22,9 +22,12 @@ struct VitConfig {
   int reg_tokens = 0;            // DINOv2-style registers after the class token
   bool dist_token = false;       // DeiT distilled: a second head on token 1, logits averaged
   bool no_embed_class = false;   // pos_embed covers the patches only (added before the prefix)
-  std::string global_pool = "token";  // "token" (token 0) or "avg" (mean of the patch tokens)
-  bool fc_norm = false;          // LayerNorm after pooling instead of the final `norm`
+  // "token" (token 0), "avg" (mean of the patch tokens) or "none" (timm's global_pool='':
+  // every token is returned, the head applied to each)
+  std::string global_pool = "token";
+  bool fc_norm = false;          // LayerNorm after pooling (on every token with "none") instead of `norm`
   bool qkv_bias = true;
+  bool qk_norm = false;          // LayerNorm of each head's q and k (attn.q_norm, attn.k_norm)
   double init_values = 0.0;      // LayerScale ls1/ls2 (with this initial value) when > 0
   bool pre_norm = false;         // norm_pre after the position embedding; patch conv without bias
   std::string act = "gelu";      // "gelu" (exact erf) or "quick_gelu" (x sigmoid(1.702 x))

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "engine/error.h"
@@ -100,6 +101,7 @@ double attention_bound(const nn::MultiHeadAttention& attention, int64_t tokens, 
   VITUNE_CHECK(tokens >= 1 && max_token_norm >= 0 && std::isfinite(max_token_norm), "attention_bound(",
                attention.qkv.weight.name(), "): expected tokens >= 1 and a finite token norm >= 0, got ", tokens,
                " and ", max_token_norm);
+  if (attention.q_norm) return std::numeric_limits<double>::quiet_NaN();
   const double root_n = std::sqrt(double(tokens));
   const double r = max_token_norm;
   double bound = 0;

@@ -26,7 +26,8 @@ double linear_bound(const Tensor& weight);
 // each of Euclidean norm at most `max_token_norm`:
 //   sum_h |W_O^h W_V^h|_2 * ( sqrt(n) + R^2 |A_h|_2 (1 + sqrt(n)) + R sqrt(n) |c_h| )
 // with A_h = W_Q^h^T W_K^h / sqrt(d_h), c_h = W_K^h^T b_Q^h / sqrt(d_h), n = tokens,
-// R = max_token_norm (weights in timm's [out, in] layout).
+// R = max_token_norm (weights in timm's [out, in] layout). NaN (no bound) for attention
+// with q_norm / k_norm (timm's qk_norm): the bound is derived for raw queries and keys.
 double attention_bound(const nn::MultiHeadAttention& attention, int64_t tokens, double max_token_norm);
 
 // The spectral norms the attention bound is made of, per head.

@@ -175,6 +175,39 @@ def main():
             grids[f"pos.{old}to{new}.{'aa' if aa else 'plain'}"] = resample_abs_pos_embed(pos, (new, new), 1, aa)
     write_safetensors(path("pos_embed_resample.expected.safetensors"), grids)
 
+    # Families added later, after every draw above so that the earlier files stay as they were.
+    # timm with global_pool='' (no pooling): every token's logits [B, N, classes]; a hub
+    # config.json beside the weights says so (timm writes '' only into model_args).
+    no_pool = TimmViT(global_pool="")
+    randomize(no_pool)
+    images = torch.randn(2, 3, 16, 16)
+    os.makedirs(path("timm_no_pool"), exist_ok=True)
+    write_safetensors(path("timm_no_pool/model.safetensors"), half(state(no_pool)))
+    with open(path("timm_no_pool/config.json"), "w") as f:
+        json.dump({"architecture": "vit_tiny_patch4_16", "num_classes": 5, "num_features": 32,
+                   "model_args": {"embed_dim": 32, "depth": 2, "num_heads": 2, "global_pool": ""}}, f, indent=2)
+    expected("timm_no_pool", images, no_pool(images))
+
+    # Hugging Face DeiTForImageClassification (no teacher): DeiTModel keeps the class and
+    # distillation tokens, and one classifier reads the class token:
+    # logits = classifier(layernorm(encoder(embeddings))[:, 0]), with transformers' eps 1e-12.
+    deit = TimmViT(distilled=True, ln_eps=1e-12)
+    randomize(deit)
+    images = torch.randn(2, 3, 16, 16)
+    os.makedirs(path("hf_deit_no_teacher"), exist_ok=True)
+    write_safetensors(path("hf_deit_no_teacher/model.safetensors"),
+                      half(timm_deit_to_hf(state(deit), 2, teacher=False)))
+    with open(path("hf_deit_no_teacher/config.json"), "w") as f:
+        json.dump({"model_type": "deit", "architectures": ["DeiTForImageClassification"],
+                   "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 2,
+                   "num_hidden_layers": 2, "hidden_act": "gelu", "layer_norm_eps": 1e-12,
+                   "image_size": 16, "patch_size": 4, "qkv_bias": True}, f, indent=2)
+    expected("hf_deit_no_teacher", images, deit.head(deit.forward_features(images)[:, 0]))
+
+    # timm qk_norm=True: LayerNorms over each head's q and k; gradients through both.
+    timm_family("timm_qk_norm", ["blocks.0.attn.q_norm.weight", "blocks.1.attn.k_norm.bias",
+                                 "blocks.0.attn.qkv.weight"], qk_norm=True)
+
     for name in sorted(os.listdir(OUT)):
         full = path(name)
         sizes = [os.path.getsize(os.path.join(full, f)) for f in os.listdir(full)] if os.path.isdir(full) \

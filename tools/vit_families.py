@@ -2,11 +2,11 @@
 
 TimmViT follows timm's VisionTransformer (and VisionTransformerDistilled) forward and
 state-dict key names: class_token, reg_tokens, no_embed_class, global_pool, fc_norm,
-qkv_bias, init_values (LayerScale ls1/ls2.gamma), pre_norm (norm_pre, bias-free patch
+qkv_bias, qk_norm (attn.q_norm / k_norm), init_values (LayerScale ls1/ls2.gamma), pre_norm (norm_pre, bias-free patch
 conv), act_layer gelu or quick_gelu, distilled (dist_token, head_dist). OpenClipVisual
 follows open_clip's VisionTransformer (conv1, class_embedding, positional_embedding,
 ln_pre, transformer.resblocks.N with nn.MultiheadAttention in_proj, ln_post, proj).
-The renames give Hugging Face Dinov2Model, DeiTForImageClassificationWithTeacher and
+The renames give Hugging Face Dinov2Model, DeiTForImageClassification(WithTeacher) and
 CLIPVisionModelWithProjection keys.
 """
 
@@ -22,15 +22,19 @@ def quick_gelu(x):
 
 
 class Attention(nn.Module):
-    def __init__(self, dim, heads, qkv_bias):
+    def __init__(self, dim, heads, qkv_bias, qk_norm=False, eps=1e-6):
         super().__init__()
         self.heads = heads
         self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)
+        # timm's qk_norm: norm_layer(head_dim) on q and k after the heads are split.
+        self.q_norm = nn.LayerNorm(dim // heads, eps=eps) if qk_norm else nn.Identity()
+        self.k_norm = nn.LayerNorm(dim // heads, eps=eps) if qk_norm else nn.Identity()
         self.proj = nn.Linear(dim, dim)
 
     def forward(self, x):
         b, n, d = x.shape
         q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        q, k = self.q_norm(q), self.k_norm(k)
         attn = ((q @ k.transpose(-2, -1)) * (d // self.heads) ** -0.5).softmax(dim=-1)
         return self.proj((attn @ v).transpose(1, 2).reshape(b, n, d))
 
@@ -60,7 +64,7 @@ class Block(nn.Module):
         super().__init__()
         act = quick_gelu if c["act"] == "quick_gelu" else F.gelu
         self.norm1 = nn.LayerNorm(c["dim"], eps=c["ln_eps"])
-        self.attn = Attention(c["dim"], c["heads"], c["qkv_bias"])
+        self.attn = Attention(c["dim"], c["heads"], c["qkv_bias"], c["qk_norm"], c["ln_eps"])
         self.ls1 = LayerScale(c["dim"]) if c["layer_scale"] else nn.Identity()
         self.norm2 = nn.LayerNorm(c["dim"], eps=c["ln_eps"])
         self.mlp = Mlp(c["dim"], c["mlp_ratio"] * c["dim"], act)
@@ -75,7 +79,7 @@ TIMM_DEFAULTS = {
     "img_size": 16, "patch": 4, "dim": 32, "depth": 2, "heads": 2, "mlp_ratio": 2, "num_classes": 5,
     "ln_eps": 1e-6, "class_token": True, "reg_tokens": 0, "no_embed_class": False,
     "global_pool": "token", "fc_norm": False, "qkv_bias": True, "layer_scale": False,
-    "pre_norm": False, "act": "gelu", "distilled": False, "head_bias": True,
+    "pre_norm": False, "act": "gelu", "distilled": False, "head_bias": True, "qk_norm": False,
 }
 
 
@@ -118,7 +122,11 @@ class TimmViT(nn.Module):
         x = self.forward_features(images)
         if self.head_dist is not None:  # VisionTransformerDistilled at eval
             return (self.head(x[:, 0]) + self.head_dist(x[:, 1])) / 2
-        x = x[:, self.prefix:].mean(dim=1) if self.c["global_pool"] == "avg" else x[:, 0]
+        if self.c["global_pool"] == "avg":
+            x = x[:, self.prefix:].mean(dim=1)
+        elif self.c["global_pool"] == "token":
+            x = x[:, 0]
+        # global_pool '': every token, as timm's global_pool_nlc leaves them; the head acts on each.
         return self.head(self.fc_norm(x))
 
 
@@ -234,8 +242,10 @@ def timm_dinov2_to_hf(timm, depth):
     return {k: v.contiguous() for k, v in out.items()}
 
 
-def timm_deit_to_hf(timm, depth):
-    """A timm distilled DeiT in transformers' DeiTForImageClassificationWithTeacher names."""
+def timm_deit_to_hf(timm, depth, teacher=True):
+    """A timm distilled DeiT in transformers' DeiTForImageClassificationWithTeacher names, or
+    with teacher False in DeiTForImageClassification's: the same DeiTModel and one
+    `classifier` (timm's head; head_dist has no counterpart there)."""
     out = {
         "deit.embeddings.cls_token": timm["cls_token"],
         "deit.embeddings.distillation_token": timm["dist_token"],
@@ -247,6 +257,9 @@ def timm_deit_to_hf(timm, depth):
         "distillation_classifier.weight": timm["head_dist.weight"],
         "distillation_classifier.bias": timm["head_dist.bias"],
     }
+    if not teacher:
+        del out["distillation_classifier.weight"], out["distillation_classifier.bias"]
+        out["classifier.weight"], out["classifier.bias"] = out.pop("cls_classifier.weight"), out.pop("cls_classifier.bias")
     out.update(timm_to_hf_encoder(timm, depth, "deit.encoder.layer", {
         "qkv": [f"attention.attention.{p}" for p in ("query", "key", "value")],
         "pairs": [("norm1", "layernorm_before"), ("norm2", "layernorm_after"), ("attn.proj", "attention.output.dense"),

@@ -109,6 +109,18 @@ TEST(GradCheck, ReshapeAndTokens) {
                          {input({1, 1, 4}, 26), input({2, 3, 4}, 27)});
 }
 
+TEST(GradCheck, PlaceToken) {
+  expect_gradients_match([](auto& in) { return ag::place_token(in[0], 3, 1); }, {input({2, 4}, 60)});
+}
+
+// timm's qk_norm (LayerNorm over each head's entries of q and of k, v untouched) into
+// the attention: every input of the path at once, 2 heads of 4 dims.
+TEST(GradCheck, QkLayerNormThroughAttention) {
+  expect_gradients_match(
+      [](auto& in) { return ag::attention(ag::qk_layer_norm(in[0], 2, in[1], in[2], in[3], in[4], 1e-6), 2); },
+      {input({2, 3, 24}, 61), input({4}, 62), input({4}, 63), input({4}, 64), input({4}, 65)});
+}
+
 TEST(GradCheck, Patchify) {
   expect_gradients_match([](auto& in) { return ag::patchify(in[0], 2); }, {input({2, 3, 4, 6}, 28)});
 }

@@ -1,15 +1,19 @@
 // Every checkpoint family tools/make_family_golden.py writes (timm avg pooling with and
-// without fc_norm, no class token, no qkv bias, DINOv2 registers and LayerScale, DeiT
+// without fc_norm, no class token, no qkv bias, qk_norm, DINOv2 registers and LayerScale, DeiT
 // distilled, a CLIP port with quick_gelu, open_clip's visual tower, Hugging Face Dinov2,
-// CLIPVision and DeiT with teacher with config.json, big_vision npz prefixes) loads and gives PyTorch's
+// CLIPVision and DeiT with and without teacher with config.json, big_vision npz prefixes,
+// timm without pooling) loads and gives PyTorch's
 // (also at another image size, with pos_embed resampled as timm does)
 // logits within |a - b| <= 1e-5 + 1e-4 |b| (f32), on every device; the cross-entropy
 // gradients saved for some families match within 1e-5 + 1e-3 |b|. The largest logit
 // difference per family is printed (the README's table copies it).
+#include <algorithm>
 #include <cstdio>
 
 #include "device_test.h"
+#include "engine/ops.h"
 #include "nn/checkpoint.h"
+#include "nn/components.h"
 #include "nn/pos_embed_resample.h"
 #include "nn/safetensors.h"
 #include "test_util.h"
@@ -31,6 +35,7 @@ const Family kFamilies[] = {
     {"timm_avg_no_fc_norm", "timm_avg_no_fc_norm.safetensors", 2, "avg", "", nn::CheckpointLayout::Timm},
     {"timm_no_class_token", "timm_no_class_token.safetensors", 2, "", "", nn::CheckpointLayout::Timm},
     {"timm_no_qkv_bias", "timm_no_qkv_bias.safetensors", 2, "", "", nn::CheckpointLayout::Timm},
+    {"timm_qk_norm", "timm_qk_norm.safetensors", 2, "", "", nn::CheckpointLayout::Timm},
     {"timm_dinov2_reg4", "timm_dinov2_reg4.safetensors", 2, "", "", nn::CheckpointLayout::Timm},
     {"timm_deit_distilled", "timm_deit_distilled.safetensors", 2, "", "", nn::CheckpointLayout::Timm},
     {"timm_clip_quickgelu", "timm_clip_quickgelu.safetensors", 2, "", "quick_gelu", nn::CheckpointLayout::Timm},
@@ -38,8 +43,11 @@ const Family kFamilies[] = {
     {"hf_dinov2", "hf_dinov2/model.safetensors", 0, "", "", nn::CheckpointLayout::HuggingFace},
     {"hf_clip_vision", "hf_clip_vision/model.safetensors", 0, "", "", nn::CheckpointLayout::HuggingFace},
     {"hf_deit", "hf_deit/model.safetensors", 0, "", "", nn::CheckpointLayout::HuggingFace},
+    {"hf_deit_no_teacher", "hf_deit_no_teacher/model.safetensors", 0, "", "", nn::CheckpointLayout::HuggingFace},
     {"big_vision_params", "big_vision_params.npz", 0, "", "", nn::CheckpointLayout::GoogleNpz},
     {"big_vision_opt_target", "big_vision_opt_target.npz", 0, "", "", nn::CheckpointLayout::GoogleNpz},
+    // timm global_pool='' from config.json: logits of every token, [2, 17, 5].
+    {"timm_no_pool", "timm_no_pool/model.safetensors", 0, "", "", nn::CheckpointLayout::Timm},
 };
 
 std::string family_path(const std::string& name) { return data_path("families/" + name); }
@@ -68,10 +76,13 @@ TEST_P(CheckpointFamilies, LogitsMatchPyTorch) {
   }
 }
 
-TEST_P(CheckpointFamilies, GradientsThroughLayerScaleAvgPoolAndDistillationMatchPyTorch) {
+TEST_P(CheckpointFamilies, GradientsThroughLayerScaleAvgPoolDistillationAndQkNormMatchPyTorch) {
   int checked = 0;
   for (const Family& f : kFamilies) {
     nn::SafetensorsFile golden = nn::read_safetensors(family_path(std::string(f.name) + ".expected.safetensors"));
+    const bool has_gradients = std::any_of(golden.names.begin(), golden.names.end(),
+                                           [](const std::string& name) { return name.rfind("grad.", 0) == 0; });
+    if (!has_gradients) continue;
     nn::LoadedVit loaded = load(f, device());
     Tensor labels = Tensor::from_vector<int64_t>({2}, {1, 3}, Device::cpu()).to(device());
     autograd::Variable loss = autograd::cross_entropy(
@@ -85,7 +96,7 @@ TEST_P(CheckpointFamilies, GradientsThroughLayerScaleAvgPoolAndDistillationMatch
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 11) << "gradients saved by tools/make_family_golden.py";
+  EXPECT_EQ(checked, 14) << "gradients saved by tools/make_family_golden.py";
 }
 
 // timm's resample_abs_pos_embed (antialiased, as its checkpoint_filter_fn): up from a 4x4 grid to 6x6 with one prefix token
@@ -181,6 +192,65 @@ TEST(CheckpointFamilyRefusals, TheSourceOfEachGuessableFieldIsReported) {
   EXPECT_EQ(old.model->config().act, "gelu");
   EXPECT_NE(old.sources.at("global_pool").find("vitune's only choice"), std::string::npos);
   EXPECT_NE(old.sources.at("act").find("vitune's only choice"), std::string::npos);
+}
+
+// timm's global_pool='' recorded in config.json: every token goes through the final norm
+// and the head; --global-pool token (reset_classifier's global_pool) pools token 0 again,
+// which gives the token-0 row of the per-token logits.
+TEST(CheckpointFamilyRefusals, NoPoolingReturnsEveryTokenAndGlobalPoolOverridesIt) {
+  nn::LoadedVit none = nn::load_vit(family_path("timm_no_pool/model.safetensors"), Device::cpu());
+  EXPECT_EQ(none.model->config().global_pool, "none");
+  EXPECT_NE(none.sources.at("global_pool").find("timm_no_pool/config.json"), std::string::npos)
+      << none.sources.at("global_pool");
+  nn::SafetensorsFile golden = nn::read_safetensors(family_path("timm_no_pool.expected.safetensors"));
+  autograd::NoGradGuard no_grad;
+  autograd::Variable images(golden.at("images").clone());
+  EXPECT_EQ(none.model->features(images).value().shape(), (Shape{2, 17, 32}));
+  nn::LoadOptions token;
+  token.global_pool = "token";
+  nn::LoadedVit pooled = nn::load_vit(family_path("timm_no_pool/model.safetensors"), Device::cpu(), token);
+  Tensor logits = pooled.model->forward(images).value();
+  EXPECT_EQ(logits.shape(), (Shape{2, 5}));
+  EXPECT_TRUE(tensors_close(logits, ops::select_token(golden.at("logits"), 0), kF32Forward, "token 0"));
+}
+
+// Hugging Face DeiT: with teacher, timm's distilled model (two heads); without, one head
+// on the class token and the distillation token read as a register.
+TEST(CheckpointFamilyRefusals, HuggingFaceDeitWithoutTeacherHasOneHeadOnTheClassToken) {
+  nn::LoadedVit teacher = nn::load_vit(family_path("hf_deit/model.safetensors"), Device::cpu());
+  EXPECT_TRUE(teacher.model->config().dist_token);
+  EXPECT_NE(teacher.model->head_dist, nullptr);
+  nn::LoadedVit single = nn::load_vit(family_path("hf_deit_no_teacher/model.safetensors"), Device::cpu());
+  const nn::VitConfig& c = single.model->config();
+  EXPECT_FALSE(c.dist_token);
+  EXPECT_EQ(c.reg_tokens, 1);
+  EXPECT_EQ(c.global_pool, "token");
+  EXPECT_EQ(single.model->head_dist, nullptr);
+  EXPECT_EQ(c.tokens(), 18);  // class, distillation and 16 patches
+  EXPECT_DOUBLE_EQ(c.ln_eps, 1e-12);
+}
+
+// timm qk_norm: told by the tensors, in timm's state-dict order (qkv, q_norm, k_norm,
+// proj), in the mha component, kept by save and load.
+TEST(CheckpointFamilyRefusals, QkNormIsToldByTheTensorsAndBelongsToMha) {
+  nn::LoadOptions heads;
+  heads.heads = 2;
+  nn::LoadedVit loaded = nn::load_vit(family_path("timm_qk_norm.safetensors"), Device::cpu(), heads);
+  EXPECT_TRUE(loaded.model->config().qk_norm);
+  std::vector<std::string> names;
+  for (const nn::Parameter* p : loaded.model->parameters()) {
+    if (p->name().rfind("blocks.0.attn.", 0) == 0) names.push_back(p->name());
+  }
+  const std::vector<std::string> expected = {
+      "blocks.0.attn.qkv.weight",    "blocks.0.attn.qkv.bias",    "blocks.0.attn.q_norm.weight",
+      "blocks.0.attn.q_norm.bias",   "blocks.0.attn.k_norm.weight", "blocks.0.attn.k_norm.bias",
+      "blocks.0.attn.proj.weight",   "blocks.0.attn.proj.bias"};
+  EXPECT_EQ(names, expected);
+  EXPECT_EQ(loaded.model->parameter("blocks.1.attn.k_norm.weight").shape(), (Shape{16}));  // dim 32 / 2 heads
+  EXPECT_EQ(nn::component_of("blocks.1.attn.q_norm.bias"), nn::Component::MHA);
+  TempPath file("qk_norm", ".safetensors");
+  nn::save_vit(file.str(), *loaded.model);
+  EXPECT_TRUE(nn::load_vit(file.str(), Device::cpu()).model->config().qk_norm);
 }
 
 TEST(CheckpointFamilyRefusals, AHeadCountAssumedFromDimIsSaidToBeAssumed) {

@@ -125,9 +125,14 @@ TEST(CheckpointLayouts, MissingMisshapenAndUnexpectedTensorsAreListed) {
   expect_load_error(misshapen, vit.loaded.metadata, "blocks.1.mlp.fc2.bias is [31], expected [32]");
 
   auto extra = all();
-  // timm's qk_norm, which vitune does not run.
-  extra.emplace_back("blocks.0.attn.q_norm.weight", Tensor::zeros({8}, DType::F32, Device::cpu()));
-  expect_load_error(extra, vit.loaded.metadata, "unexpected blocks.0.attn.q_norm.weight");
+  // timm's scale_norm (a LayerNorm before attn.proj), which vitune does not run.
+  extra.emplace_back("blocks.0.attn.norm.weight", Tensor::zeros({32}, DType::F32, Device::cpu()));
+  expect_load_error(extra, vit.loaded.metadata, "unexpected blocks.0.attn.norm.weight");
+
+  // A q_norm tells qk_norm: the rest of it is missing.
+  auto partial = all();
+  partial.emplace_back("blocks.0.attn.q_norm.weight", Tensor::zeros({8}, DType::F32, Device::cpu()));
+  expect_load_error(partial, vit.loaded.metadata, "missing blocks.0.attn.k_norm.weight [8]");
 
   expect_load_error({{"weights", Tensor::zeros({3}, DType::F32, Device::cpu())}}, {}, "not a ViT checkpoint");
   expect_load_error(all(), {{"vit_config", "{\"heads\": 5}"}}, "heads must be");

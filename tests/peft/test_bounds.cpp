@@ -129,6 +129,15 @@ TEST(Bounds, AttentionBoundHoldsForRandomPairs) {
   }
 }
 
+// The bound is derived for raw queries and keys: with timm's qk_norm there is none (NaN),
+// never a number that might not hold.
+TEST(Bounds, AttentionWithQkNormHasNoBound) {
+  nn::MultiHeadAttention attn("attn", 8, 2, Device::cpu(), true, true, 1e-6);
+  EXPECT_TRUE(std::isnan(peft::attention_bound(attn, 6, 1.0)));
+  nn::MultiHeadAttention plain("attn", 8, 2, Device::cpu());
+  EXPECT_FALSE(std::isnan(peft::attention_bound(plain, 6, 1.0)));
+}
+
 // The largest measured ratio of every layer is below its bound, on the tiny ViT with
 // images of several seeds and scales, for both protocols.
 TEST(Bounds, EveryLayerBoundHoldsOnTheTinyVit) {
