@@ -3,7 +3,11 @@
 // (T = 8 * 197 token rows), the forward product and both backward products as
 // autograd::linear issues them. Reports GFLOP/s and the fraction of a stated peak
 // (VITUNE_PEAK_GFLOPS, default 438: two AVX-512 cores at fp32), and contrasts the
-// plain reference loop with ops::gemm at one small shape.
+// plain reference loop with ops::gemm at one small shape. The ViT-B/16 products run again
+// as ops::gemm_bf16 (bf16 operands, fp32 accumulation: the products of --bf16), against
+// twice that peak (vdpbf16ps does two multiply-adds per fp32 lane where an FMA does one),
+// and as the emulation that runs where the CPU lacks AVX512_BF16 (operands rounded, then
+// the fp32 kernel), so that one run compares the two.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -109,14 +113,15 @@ std::string shape_label(int64_t m, int64_t n, int64_t k) {
   return "M=" + std::to_string(m) + " N=" + std::to_string(n) + " K=" + std::to_string(k);
 }
 
-void register_layer_pass(const LinearLayer& layer, Pass pass, double peak_gflops) {
-  std::string name = std::string("gemm/") + layer.model + "/" + layer.layer + "/" + pass_name(pass);
-  benchmark::RegisterBenchmark(name.c_str(), [layer, pass, peak_gflops](benchmark::State& state) {
+void register_layer_pass(const char* prefix, GemmFunction gemm, const LinearLayer& layer, Pass pass,
+                         double peak_gflops) {
+  std::string name = std::string(prefix) + "/" + layer.model + "/" + layer.layer + "/" + pass_name(pass);
+  benchmark::RegisterBenchmark(name.c_str(), [gemm, layer, pass, peak_gflops](benchmark::State& state) {
     GemmCase gemm_case = make_case(layer, pass, kRows);
     int64_t m = gemm_case.c.dim(0), n = gemm_case.c.dim(1);
     int64_t k = pass == Pass::Forward ? layer.in : pass == Pass::InputGrad ? layer.out : kRows;
     state.SetLabel(shape_label(m, n, k));
-    run_gemm(state, vitune::ops::gemm, gemm_case, 2 * m * n * k, peak_gflops);
+    run_gemm(state, gemm, gemm_case, 2 * m * n * k, peak_gflops);
   })->UseRealTime()->Unit(benchmark::kMillisecond);
 }
 
@@ -138,6 +143,12 @@ void register_small_contrast(double peak_gflops) {
     state.SetLabel(label);
     run_gemm(state, vitune::ops::gemm, gemm_case, flops, peak_gflops);
   })->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+
+// The bf16 emulation: round_to_bf16 on both operands, then the fp32 GEMM.
+void gemm_bf16_emulated(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
+                        Tensor& c) {
+  vitune::ops::gemm(trans_a, trans_b, alpha, vitune::ops::round_to_bf16(a), vitune::ops::round_to_bf16(b), beta, c);
 }
 
 // VITUNE_PEAK_GFLOPS when set (a positive number), else the reference machine's peak.
@@ -164,16 +175,22 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::AddCustomContext("gemm_kernel", vitune::cpu::gemm_kernel_name());
+  benchmark::AddCustomContext("gemm_bf16_kernel", vitune::cpu::gemm_bf16_kernel_name());
   benchmark::AddCustomContext("cpu_isa", vitune::cpu::isa_name(vitune::cpu::cpu_isa()));
   benchmark::AddCustomContext("blas_core", vitune::blas_core_name());
   benchmark::AddCustomContext("threads", std::to_string(vitune::num_threads()));
   benchmark::AddCustomContext("peak_gflops", std::to_string(peak_gflops));
   benchmark::AddCustomContext("rows_T", std::to_string(kRows) + " (batch 8 x 197 tokens)");
+  const Pass passes[] = {Pass::Forward, Pass::InputGrad, Pass::WeightGrad};
   for (const LinearLayer& layer : vit_layers("vit_ti16", 192, 768)) {
-    for (Pass pass : {Pass::Forward, Pass::InputGrad, Pass::WeightGrad}) register_layer_pass(layer, pass, peak_gflops);
+    for (Pass pass : passes) register_layer_pass("gemm", vitune::ops::gemm, layer, pass, peak_gflops);
   }
   for (const LinearLayer& layer : vit_layers("vit_b16", 768, 3072)) {
-    for (Pass pass : {Pass::Forward, Pass::InputGrad, Pass::WeightGrad}) register_layer_pass(layer, pass, peak_gflops);
+    for (Pass pass : passes) register_layer_pass("gemm", vitune::ops::gemm, layer, pass, peak_gflops);
+  }
+  for (const LinearLayer& layer : vit_layers("vit_b16", 768, 3072)) {
+    for (Pass pass : passes) register_layer_pass("gemm_bf16", vitune::ops::gemm_bf16, layer, pass, 2 * peak_gflops);
+    for (Pass pass : passes) register_layer_pass("gemm_bf16_emulated", gemm_bf16_emulated, layer, pass, 2 * peak_gflops);
   }
   register_small_contrast(peak_gflops);
   benchmark::RunSpecifiedBenchmarks();

@@ -56,5 +56,8 @@ namespace vitune::cpu {
 // Which kernel runs fp32 GEMMs on the host: "vitune AVX-512" or "OpenBLAS Haswell", for
 // logs and benches (engine/cpu/gemm_kernel.h chooses it).
 std::string gemm_kernel_name();
+// Which kernel runs bf16 autocast's GEMMs on the host: "vitune AVX-512 BF16", or the
+// emulation and its fp32 kernel (engine/cpu/gemm_kernel.h chooses it).
+std::string gemm_bf16_kernel_name();
 
 }  // namespace vitune::cpu

@@ -8,6 +8,7 @@
 #include <string>
 #include <type_traits>
 
+#include "engine/cpu/bf16gemm_avx512.h"
 #include "engine/cpu/blas.h"
 #include "engine/cpu/check.h"
 #include "engine/cpu/gemm_kernel.h"
@@ -31,6 +32,12 @@ GemmKernel gemm_kernel() {
 
 std::string gemm_kernel_name() {
   return gemm_kernel() == GemmKernel::Avx512 ? "vitune AVX-512" : std::string("OpenBLAS ") + blas_core_name();
+}
+
+bool bf16_gemm_on_hardware() { return cpu_isa() >= Isa::Avx512Bf16; }
+
+std::string gemm_bf16_kernel_name() {
+  return bf16_gemm_on_hardware() ? "vitune AVX-512 BF16" : "emulated (bf16-rounded operands, " + gemm_kernel_name() + ")";
 }
 
 namespace {
@@ -153,6 +160,50 @@ void gemm_batched(bool trans_a, bool trans_b, double alpha, const Tensor& a, con
       }
     });
   });
+}
+
+// bf16 autocast's products: the AVX-512 BF16 kernel where the CPU has it, else the exact
+// emulation (operands rounded by round_to_bf16, then the fp32 kernel). Both multiply the
+// same bf16 values and accumulate in fp32; they differ in the order of the fp32 sums.
+void gemm_bf16(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
+               Tensor& c) {
+  if (!bf16_gemm_on_hardware()) {
+    gemm(trans_a, trans_b, alpha, round_to_bf16(a), round_to_bf16(b), beta, c);
+    return;
+  }
+#if VITUNE_X86_LEVELS
+  VITUNE_CHECK(a.dtype() == DType::F32, "gemm_bf16: expected f32 operands, got ", a.str());
+  const GemmShape s = gemm_shape(trans_a, trans_b, a, b, c, "gemm_bf16");
+  count_flops(2 * s.m * s.n * s.k);
+  bf16gemm_avx512(trans_a, trans_b, s.m, s.n, s.k, float(alpha), a.kernel_data<float>(), trans_a ? s.m : s.k,
+                  b.kernel_data<float>(), trans_b ? s.k : s.n, float(beta), c.kernel_data<float>(), s.n);
+#endif
+}
+
+void gemm_batched_bf16(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b,
+                       double beta, Tensor& c) {
+  if (!bf16_gemm_on_hardware()) {
+    gemm_batched(trans_a, trans_b, alpha, round_to_bf16(a), round_to_bf16(b), beta, c);
+    return;
+  }
+#if VITUNE_X86_LEVELS
+  const char* op = "gemm_batched_bf16";
+  VITUNE_CHECK(a.dtype() == DType::F32, op, ": expected f32 operands, got ", a.str());
+  const int64_t stack = op_checks::gemm_stack_size(a, b, c, op);
+  if (stack == 0 || a.numel() + c.numel() == 0) return;
+  const GemmShape s = op_checks::gemm_item_shape(trans_a, trans_b, a, b, c, op);
+  count_flops(2 * stack * s.m * s.n * s.k);
+  const float* pa = a.kernel_data<float>();
+  const float* pb = b.kernel_data<float>();
+  float* pc = c.kernel_data<float>();
+  // One product per stack item, each computed whole by one thread.
+  parallel_for(stack, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      bf16gemm_avx512(trans_a, trans_b, s.m, s.n, s.k, float(alpha), pa + i * s.m * s.k, trans_a ? s.m : s.k,
+                      pb + i * s.k * s.n, trans_b ? s.k : s.n, float(beta), pc + i * s.m * s.n, s.n);
+    }
+  });
+#endif
 }
 
 }  // namespace vitune::cpu

@@ -14,4 +14,8 @@ enum class GemmKernel { OpenBlas, Avx512 };
 GemmKernel gemm_kernel();
 // gemm_kernel_name(), for logs and benches, is declared in engine/devices.h.
 
+// Whether bf16 autocast's products run on vitune's AVX-512 BF16 kernel (where cpu_isa()
+// reaches Avx512Bf16) rather than the exact emulation; gemm_bf16_kernel_name() names it.
+bool bf16_gemm_on_hardware();
+
 }  // namespace vitune::cpu

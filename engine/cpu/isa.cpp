@@ -11,7 +11,7 @@ namespace vitune::cpu {
 
 namespace {
 
-constexpr Isa kLevels[] = {Isa::Portable, Isa::Avx2, Isa::Avx512};
+constexpr Isa kLevels[] = {Isa::Portable, Isa::Avx2, Isa::Avx512, Isa::Avx512Bf16};
 
 bool supported(Isa isa) {
 #if VITUNE_X86_LEVELS
@@ -25,6 +25,8 @@ bool supported(Isa isa) {
       return supported(Isa::Avx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
              __builtin_cpu_supports("avx512vl");
+    case Isa::Avx512Bf16:
+      return supported(Isa::Avx512) && __builtin_cpu_supports("avx512bf16");
   }
   return false;
 #else
@@ -38,7 +40,7 @@ Isa requested_isa(Isa best) {
   for (Isa level : kLevels) {
     if (std::string(env) == isa_name(level)) return level < best ? level : best;
   }
-  throw Error(cat("VITUNE_CPU_ISA=", env, ": expected portable, avx2 or avx512"));
+  throw Error(cat("VITUNE_CPU_ISA=", env, ": expected portable, avx2, avx512 or avx512bf16"));
 }
 
 }  // namespace
@@ -51,6 +53,8 @@ const char* isa_name(Isa isa) {
       return "avx2";
     case Isa::Avx512:
       return "avx512";
+    case Isa::Avx512Bf16:
+      return "avx512bf16";
   }
   return "unknown";
 }

@@ -6,8 +6,9 @@
 //   - a loop body given to parallel_for_simd is compiled once per level, inlined whole
 //     (`flatten`) into a function carrying that level's target attribute, so the compiler
 //     vectorises it for that level; the level is picked per chunk from cpu_isa();
-//   - a kernel written with intrinsics (sgemm_avx512.cpp) carries its level's VITUNE_TARGET_
-//     attribute and is chosen where its op picks a kernel (`cpu_isa() >= Isa::Avx512`).
+//   - a kernel written with intrinsics (sgemm_avx512.cpp, bf16gemm_avx512.cpp) carries its
+//     level's VITUNE_TARGET_ attribute and is chosen where its op picks a kernel
+//     (`cpu_isa() >= Isa::Avx512`, `>= Isa::Avx512Bf16`).
 //
 // Per-file -m flags are not used on purpose: an inline function from a header (a
 // std::vector member, a template) compiled in such a file is an ordinary weak symbol,
@@ -15,11 +16,14 @@
 // run its instructions. Target attributes keep the wide code inside the functions that
 // are only called after the check.
 //
-// VITUNE_CPU_ISA=portable|avx2|avx512 lowers the level (never above what the CPU has), to
+// Avx512Bf16 is AVX-512 with AVX512_BF16 (the bf16 dot product `vdpbf16ps`): only the
+// bf16 GEMM of autocast uses it; loops run their AVX-512 variant there.
+//
+// VITUNE_CPU_ISA=portable|avx2|avx512|avx512bf16 lowers the level (never above what the CPU has), to
 // test every variant on one machine and to compare them; levels differ in the last bits
 // (fused multiply-adds), while one level gives the same bits for any thread count.
 //
-// Adding a level (for instance AVX-512 BF16 for a bf16 GEMM micro-kernel): append it to
+// Adding a level: append it to
 // `Isa` (each level includes the ones before it), give it a name and a CPUID test in
 // isa.cpp, define its VITUNE_TARGET_ attribute here, write the kernel with that attribute
 // and choose it with `cpu_isa() >= Isa::NewLevel`. Loops need nothing more: a level above
@@ -33,14 +37,14 @@
 
 namespace vitune::cpu {
 
-enum class Isa { Portable, Avx2, Avx512 };
+enum class Isa { Portable, Avx2, Avx512, Avx512Bf16 };
 
 // The level the kernels run at: the best this CPU supports, lowered by VITUNE_CPU_ISA.
 // Decided at the first call; an unknown VITUNE_CPU_ISA is an error naming the values.
 Isa cpu_isa();
 // The best level this CPU and OS support, whatever VITUNE_CPU_ISA says.
 Isa detected_isa();
-// "portable", "avx2", "avx512" (the names VITUNE_CPU_ISA takes).
+// "portable", "avx2", "avx512", "avx512bf16" (the names VITUNE_CPU_ISA takes).
 const char* isa_name(Isa isa);
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -49,6 +53,9 @@ const char* isa_name(Isa isa);
 #define VITUNE_TARGET_AVX2 __attribute__((target("avx2,fma,bmi,bmi2,f16c,lzcnt,popcnt,movbe")))
 #define VITUNE_TARGET_AVX512 \
   __attribute__((target("avx512f,avx512bw,avx512cd,avx512dq,avx512vl,avx2,fma,bmi,bmi2,f16c,lzcnt,popcnt,movbe")))
+#define VITUNE_TARGET_AVX512_BF16                                                                            \
+  __attribute__((target("avx512bf16,avx512f,avx512bw,avx512cd,avx512dq,avx512vl,avx2,fma,bmi,bmi2,f16c,lzcnt," \
+                        "popcnt,movbe")))
 #define VITUNE_X86_LEVELS 1
 #else
 #define VITUNE_X86_LEVELS 0
@@ -79,6 +86,7 @@ template <typename Body>
 void run_at_isa(Isa isa, const Body& body) {
 #if VITUNE_X86_LEVELS
   switch (isa) {
+    case Isa::Avx512Bf16:
     case Isa::Avx512:
       return isa_detail::run_avx512(body);
     case Isa::Avx2:

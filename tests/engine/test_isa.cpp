@@ -19,13 +19,14 @@ TEST(CpuIsa, NeverAboveTheDetectedLevel) {
   EXPECT_EQ(std::string(cpu::isa_name(cpu::Isa::Portable)), "portable");
   EXPECT_EQ(std::string(cpu::isa_name(cpu::Isa::Avx2)), "avx2");
   EXPECT_EQ(std::string(cpu::isa_name(cpu::Isa::Avx512)), "avx512");
+  EXPECT_EQ(std::string(cpu::isa_name(cpu::Isa::Avx512Bf16)), "avx512bf16");
 }
 
 TEST(CpuIsa, FollowsTheRequestedLevelAndTheGemmKernelFollowsIt) {
   const char* requested = std::getenv("VITUNE_CPU_ISA");
   if (requested != nullptr && *requested != '\0') {
     cpu::Isa expected = cpu::Isa::Portable;
-    for (cpu::Isa level : {cpu::Isa::Portable, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
+    for (cpu::Isa level : {cpu::Isa::Portable, cpu::Isa::Avx2, cpu::Isa::Avx512, cpu::Isa::Avx512Bf16}) {
       if (std::string(requested) == cpu::isa_name(level)) expected = level;
     }
     if (expected > cpu::detected_isa()) expected = cpu::detected_isa();

@@ -1,0 +1,251 @@
+// The blocked, threaded driver of vitune's AVX-512 GEMM kernels (fp32: sgemm_avx512.cpp;
+// bf16 operands, fp32 accumulation: bf16gemm_avx512.cpp), blocked for a core with a
+// 48 KiB L1d and a 1 MiB L2. A kernel supplies its register tile (Kernel::kMr rows x
+// Kernel::kNr columns, kNr = 32), its block of K (Kernel::kKc) and its micro-kernel; the
+// driver packs 32-bit elements (floats, or for the bf16 kernel a pair of bf16 in the
+// bits of one float) and never looks at their values. K is cut into blocks of about kKc
+// (equal sizes, so no short tail), and:
+//
+//   pack all of op(B), block of K by block, into strips of kNr columns (k-major,
+//     zero-padded), shared by the threads
+//   the threads take equal contiguous ranges of kMr row strips of op(A); in each,
+//   for each group of up to kMcStrips = 16 strips:
+//     pack the group's rows of op(A) for all of K
+//     for each block of kNcStrips = 8 B strips (a block of C that stays in L2)
+//       for each block of K, in order
+//         for each B strip   (stays in L1 for the 16 calls)
+//           for each A strip (from L2, read 8 times)
+//             micro_kernel: the kMr x kNr tile of C += A strip x B strip
+//
+// So a B strip is read from L1 by 16 micro-kernel calls, the group's A block of K stays
+// in L2 for the 8 B strips, and the C block stays in L2 across the blocks of K: C goes
+// to memory once, not once per block of K.
+//
+// Each element of C is the sum over the blocks of K, in order, of one accumulator chain
+// per block: the order depends only on k, never on how the rows are split among
+// threads, so the bits are the same for any thread count.
+//
+// The driver itself runs no wide instruction; the kernels' functions carry their level's
+// target attribute (engine/cpu/isa.h). x86 only.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "engine/cpu/isa.h"
+#include "engine/parallel.h"
+
+namespace vitune::cpu::gemm_driver {
+
+constexpr int64_t kMcStrips = 16;                   // A strips per group
+constexpr int64_t kNcStrips = 8;                    // B strips per block of C
+constexpr int64_t kSerialFlops = int64_t(1) << 21;  // smaller products run on one thread
+
+// A 64-byte aligned scratch buffer per thread, grown on demand and kept.
+inline float* scratch(std::vector<float>& buffer, size_t floats) {
+  if (buffer.size() < floats + 16) buffer.resize(floats + 16);
+  return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(buffer.data()) + 63) & ~uintptr_t(63));
+}
+
+// out[k * width + q] = src[q * ld + k] for q < h, k < kc, and 0 for h <= q < width:
+// a strip of h rows of a row-major matrix, packed k-major. Full strips go through 4 x 4
+// in-register transposes.
+template <int width>
+VITUNE_TARGET_AVX512 void pack_transposed(const float* src, int64_t ld, int64_t h, int64_t kc, float* out) {
+  if (h < width) {
+    std::fill(out, out + kc * width, 0.0f);
+    for (int64_t q = 0; q < h; ++q) {
+      for (int64_t k = 0; k < kc; ++k) out[k * width + q] = src[q * ld + k];
+    }
+    return;
+  }
+  const int64_t kc4 = kc / 4 * 4;
+  for (int64_t q = 0; q < width; q += 4) {
+    const float* s = src + q * ld;
+    for (int64_t k = 0; k < kc4; k += 4) {
+      __m128 r0 = _mm_loadu_ps(s + k), r1 = _mm_loadu_ps(s + ld + k);
+      __m128 r2 = _mm_loadu_ps(s + 2 * ld + k), r3 = _mm_loadu_ps(s + 3 * ld + k);
+      _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+      float* o = out + k * width + q;
+      _mm_storeu_ps(o, r0);
+      _mm_storeu_ps(o + width, r1);
+      _mm_storeu_ps(o + 2 * width, r2);
+      _mm_storeu_ps(o + 3 * width, r3);
+    }
+    for (int64_t k = kc4; k < kc; ++k) {
+      for (int64_t i = 0; i < 4; ++i) out[k * width + q + i] = s[i * ld + k];
+    }
+  }
+}
+
+// out[k * width + q] = src[k * ld + q] for q < h, k < kc, and 0 for h <= q < width:
+// h columns of a row-major matrix, packed k-major (a row copy per k).
+template <int width>
+VITUNE_TARGET_AVX512 void pack_direct(const float* src, int64_t ld, int64_t h, int64_t kc, float* out) {
+  if (h == width) {
+    for (int64_t k = 0; k < kc; ++k) std::memcpy(out + k * width, src + k * ld, width * sizeof(float));
+    return;
+  }
+  for (int64_t k = 0; k < kc; ++k) {
+    std::memcpy(out + k * width, src + k * ld, size_t(h) * sizeof(float));
+    std::fill(out + k * width + h, out + (k + 1) * width, 0.0f);
+  }
+}
+
+// Packs op(B)[k0 .. k0+kc, j0 .. j0+w) as a k-major strip of kNr columns.
+template <int kNr>
+VITUNE_TARGET_AVX512 void pack_b_strip(bool trans_b, const float* b, int64_t ldb, int64_t k0, int64_t kc,
+                                       int64_t j0, int64_t w, float* out) {
+  if (trans_b) {
+    pack_transposed<kNr>(b + j0 * ldb + k0, ldb, w, kc, out);
+  } else {
+    pack_direct<kNr>(b + k0 * ldb + j0, ldb, w, kc, out);
+  }
+}
+
+// Packs op(A)[i0 .. i0+h, k0 .. k0+kc) as consecutive k-major strips of kMr rows, each
+// kMr * kc floats. For a transposed A, whose rows of op(A) are columns in memory, the
+// strips are filled together, one row of A after another, so each is read once.
+template <int kMr>
+VITUNE_TARGET_AVX512 void pack_a_strips(bool trans_a, const float* a, int64_t lda, int64_t i0, int64_t h,
+                                        int64_t k0, int64_t kc, float* out) {
+  const int64_t strips = (h + kMr - 1) / kMr, strip_floats = kMr * kc;
+  if (!trans_a) {
+    for (int64_t s = 0; s < strips; ++s) {
+      pack_transposed<kMr>(a + (i0 + s * kMr) * lda + k0, lda, std::min<int64_t>(kMr, h - s * kMr), kc,
+                           out + s * strip_floats);
+    }
+    return;
+  }
+  const int64_t full = h / kMr, tail = h - full * kMr;
+  for (int64_t k = 0; k < kc; ++k) {
+    const float* row = a + (k0 + k) * lda + i0;
+    for (int64_t s = 0; s < full; ++s) {
+      std::memcpy(out + s * strip_floats + k * kMr, row + s * kMr, kMr * sizeof(float));
+    }
+    if (tail > 0) {
+      float* o = out + full * strip_floats + k * kMr;
+      std::memcpy(o, row + full * kMr, size_t(tail) * sizeof(float));
+      std::fill(o + tail, o + kMr, 0.0f);
+    }
+  }
+}
+
+// The C tile is read at the end of a micro-kernel; fetching it into L2 at the start
+// hides the miss behind the multiply-adds (in L1 the A stream would evict it).
+__attribute__((always_inline)) VITUNE_TARGET_AVX512 inline void prefetch_c_tile(const float* c, int64_t ldc,
+                                                                                int rows, int cols) {
+  for (int r = 0; r < rows; ++r) {
+    _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + cols - 1), _MM_HINT_T1);
+  }
+}
+
+// C = alpha acc + (first block ? beta C : C) on the rows x cols corner of a kMr x 32
+// tile that exists (C is not read on the first block when beta is 0).
+template <int kMr>
+__attribute__((always_inline)) VITUNE_TARGET_AVX512 inline void store_c_tile(const __m512 (&acc)[kMr][2], float* c,
+                                                                             int64_t ldc, int rows, int cols,
+                                                                             float alpha, float beta, bool first) {
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  const __mmask16 m0 = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
+  const __mmask16 m1 =
+      cols >= 32 ? __mmask16(0xFFFF) : cols <= 16 ? __mmask16(0) : __mmask16((1u << (cols - 16)) - 1);
+#pragma GCC unroll 12
+  for (int r = 0; r < kMr; ++r) {
+    if (r >= rows) break;
+    float* cr = c + r * ldc;
+    __m512 x0 = _mm512_mul_ps(va, acc[r][0]), x1 = _mm512_mul_ps(va, acc[r][1]);
+    if (!first) {
+      x0 = _mm512_add_ps(x0, _mm512_maskz_loadu_ps(m0, cr));
+      x1 = _mm512_add_ps(x1, _mm512_maskz_loadu_ps(m1, cr + 16));
+    } else if (beta != 0.0f) {
+      x0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, cr), x0);
+      x1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, cr + 16), x1);
+    }
+    _mm512_mask_storeu_ps(cr, m0, x0);
+    _mm512_mask_storeu_ps(cr + 16, m1, x1);
+  }
+}
+
+// Row-major C = alpha op(A) op(B) + beta C with Kernel, whose
+//   static void micro_kernel(int64_t kc, const float* ap, const float* bp, float* c,
+//       int64_t ldc, int rows, int cols, float alpha, float beta, bool first,
+//       const float* b_next);
+// computes the tile of an A strip and a B strip over kc, stores it with store_c_tile and
+// meanwhile fetches its slice of the next B strip (2 kc elements from b_next) into L2.
+template <typename Kernel>
+void run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+         const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  constexpr int kMr = Kernel::kMr, kNr = Kernel::kNr;
+  static_assert(kNr == 32, "store_c_tile writes two 16-float vectors per row");
+  if (m == 0 || n == 0) return;
+  // K is cut into equal blocks of at most kKc (the last one may be shorter), so that no
+  // block is left with a short tail; k = 0 still runs one empty block to apply beta.
+  const int64_t k_blocks = std::max<int64_t>(1, (k + Kernel::kKc - 1) / Kernel::kKc);
+  const int64_t kc_max = (k + k_blocks - 1) / k_blocks;
+  const int64_t col_strips = (n + kNr - 1) / kNr;
+  const int64_t row_strips = (m + kMr - 1) / kMr;
+  const bool serial = 2 * m * n * k < kSerialFlops;
+  auto block_k0 = [&](int64_t block) { return block * kc_max; };
+  auto block_kc = [&](int64_t block) { return std::min(kc_max, k - block * kc_max); };
+
+  // All of op(B), packed once: block of K `block`, strip t at packed_b + b_offset(block, t).
+  static thread_local std::vector<float> b_buffer;
+  float* packed_b = scratch(b_buffer, size_t(k_blocks * col_strips * kNr * kc_max));
+  auto b_offset = [&](int64_t block, int64_t t) {
+    return (block * col_strips * kc_max + t * block_kc(block)) * kNr;
+  };
+  parallel_for(k_blocks * col_strips, serial ? k_blocks * col_strips : 4, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t block = item / col_strips, t = item % col_strips;
+      pack_b_strip<kNr>(trans_b, b, ldb, block_k0(block), block_kc(block), t * kNr,
+                        std::min<int64_t>(kNr, n - t * kNr), packed_b + b_offset(block, t));
+    }
+  });
+
+  parallel_for(row_strips, serial ? row_strips : 1, [&](int64_t begin, int64_t end) {
+    // A group of up to kMcStrips strips of op(A), packed for all of K: block of K
+    // `block`, strip s of the group at packed_a + a_offset(block, s).
+    static thread_local std::vector<float> a_buffer;
+    float* packed_a = scratch(a_buffer, size_t(k_blocks * kMcStrips * kMr * kc_max));
+    auto a_offset = [&](int64_t block, int64_t s) {
+      return (block * kMcStrips * kc_max + s * block_kc(block)) * kMr;
+    };
+    // The range's groups are as equal as possible.
+    const int64_t groups = (end - begin + kMcStrips - 1) / kMcStrips;
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t s0 = begin + (end - begin) * g / groups, s1 = begin + (end - begin) * (g + 1) / groups;
+      for (int64_t block = 0; block < k_blocks; ++block) {
+        pack_a_strips<kMr>(trans_a, a, lda, s0 * kMr, std::min(m, s1 * kMr) - s0 * kMr, block_k0(block),
+                           block_kc(block), packed_a + a_offset(block, 0));
+      }
+      for (int64_t t0 = 0; t0 < col_strips; t0 += kNcStrips) {
+        const int64_t t1 = std::min(col_strips, t0 + kNcStrips);
+        for (int64_t block = 0; block < k_blocks; ++block) {
+          const int64_t kc = block_kc(block);
+          for (int64_t t = t0; t < t1; ++t) {
+            const int64_t j0 = t * kNr;
+            const int cols = int(std::min<int64_t>(kNr, n - j0));
+            // The B strip after this one, fetched into L2 a slice per micro-kernel call.
+            const float* b_next = packed_b + (t + 1 < t1              ? b_offset(block, t + 1)
+                                              : block + 1 < k_blocks ? b_offset(block + 1, t0)
+                                                                     : b_offset(0, std::min(t1, col_strips - 1)));
+            for (int64_t s = s0; s < s1; ++s) {
+              const int64_t i0 = s * kMr;
+              Kernel::micro_kernel(kc, packed_a + a_offset(block, s - s0), packed_b + b_offset(block, t),
+                                   c + i0 * ldc + j0, ldc, int(std::min<int64_t>(kMr, m - i0)), cols, alpha, beta,
+                                   block == 0, b_next + (s - s0) * 2 * kc);
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+}  // namespace vitune::cpu::gemm_driver
