@@ -1,7 +1,15 @@
 // The thread pool behind parallel_for: workers wait for each job, run their chunk and
 // count themselves done. A training step runs hundreds of short jobs, so a waiting
-// thread first spins briefly on the job counter (about 50 microseconds) and only then
+// thread first spins briefly on the job word (about 50 microseconds) and only then
 // sleeps on a condition variable: most jobs then start without a system call.
+//
+// The job word holds the job's serial number and its chunk count together, so that a
+// worker learns from one atomic load both that a job is new and whether it takes part.
+// A worker that takes no part may still be looking when the caller has finished the job
+// and published the next one: with the count in a member of its own, it could read the
+// next job's count under the last job's serial, run a chunk of the next job and then run
+// it again (ThreadSanitizer found the race). Only a taking-part worker reads the body and
+// size, and the caller waits for every such worker before it writes them again.
 #include "engine/parallel.h"
 
 #include <algorithm>
@@ -37,11 +45,12 @@ class ThreadPool {
 
   void resize(int n) {
     if (n < 1) n = int(std::max(1u, std::thread::hardware_concurrency()));
+    n = int(std::min<int64_t>(n, kMaxChunks));
     stop_workers();
     size_ = n;
     stopping_ = false;
     // New workers wait for the next job, not the last one that ran.
-    for (int i = 1; i < n; ++i) workers_.emplace_back([this, i, g = generation_.load()] { work(i, g); });
+    for (int i = 1; i < n; ++i) workers_.emplace_back([this, i, job = job_.load()] { work(i, job); });
   }
 
   void run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
@@ -54,17 +63,17 @@ class ThreadPool {
     std::unique_lock<std::mutex> job_lock(job_mutex_);  // one job at a time
     body_ = &body;
     n_ = n;
-    chunks_ = chunks;
     error_ = nullptr;
     pending_.store(int(chunks - 1), std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
+    serial_ += 1;
+    job_.store(serial_ << kChunkBits | uint64_t(chunks), std::memory_order_release);
     {
       // Taking the mutex orders this wake-up after any worker's last look at the
       // counter, so a worker that is about to sleep cannot miss it.
       std::lock_guard<std::mutex> lock(mutex_);
     }
     wake_.notify_all();
-    run_chunk(0);
+    run_chunk(0, chunks);
     if (!spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; })) {
       std::unique_lock<std::mutex> lock(mutex_);
       done_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
@@ -79,9 +88,9 @@ class ThreadPool {
     return env ? std::atoi(env) : 0;
   }
 
-  void run_chunk(int64_t chunk) {
-    int64_t begin = n_ * chunk / chunks_;
-    int64_t end = n_ * (chunk + 1) / chunks_;
+  void run_chunk(int64_t chunk, int64_t chunks) {
+    int64_t begin = n_ * chunk / chunks;
+    int64_t end = n_ * (chunk + 1) / chunks;
     inside_parallel_region = true;
     try {
       (*body_)(begin, end);
@@ -105,17 +114,17 @@ class ThreadPool {
   void work(int index, uint64_t seen) {
     for (;;) {
       auto job_or_stop = [&] {
-        return stopping_.load(std::memory_order_acquire) ||
-               generation_.load(std::memory_order_acquire) != seen;
+        return stopping_.load(std::memory_order_acquire) || job_.load(std::memory_order_acquire) != seen;
       };
       if (!spin_until(job_or_stop)) {
         std::unique_lock<std::mutex> lock(mutex_);
         wake_.wait(lock, job_or_stop);
       }
       if (stopping_.load(std::memory_order_acquire)) return;
-      seen = generation_.load(std::memory_order_acquire);
-      if (index >= chunks_) continue;
-      run_chunk(index);
+      seen = job_.load(std::memory_order_acquire);
+      const int64_t chunks = int64_t(seen & kChunkMask);
+      if (index >= chunks) continue;
+      run_chunk(index, chunks);
       if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         std::lock_guard<std::mutex> lock(mutex_);
         done_.notify_one();
@@ -141,10 +150,14 @@ class ThreadPool {
   std::condition_variable done_;
   const std::function<void(int64_t, int64_t)>* body_ = nullptr;
   int64_t n_ = 0;
-  int64_t chunks_ = 0;
   static constexpr int kSpins = 2000;
+  // The job word: serial << kChunkBits | chunks (the serial wraps after 2^44 jobs).
+  static constexpr int kChunkBits = 20;
+  static constexpr uint64_t kChunkMask = (uint64_t(1) << kChunkBits) - 1;
+  static constexpr int64_t kMaxChunks = int64_t(kChunkMask);
+  uint64_t serial_ = 0;  // the caller's own count of jobs
   std::atomic<int> pending_{0};
-  std::atomic<uint64_t> generation_{0};
+  std::atomic<uint64_t> job_{0};
   std::atomic<bool> stopping_{false};
   std::exception_ptr error_;
 };

@@ -1,5 +1,6 @@
 // The run-time choice of isa.h: CPUID (through the compiler's __builtin_cpu_supports,
-// which also checks that the OS saves the wide registers), lowered by VITUNE_CPU_ISA.
+// which also checks that the OS saves the wide registers), lowered by VITUNE_CPU_ISA;
+// the opt-in level avx512bf16 only where VITUNE_CPU_ISA asks for it.
 #include "engine/cpu/isa.h"
 
 #include <cstdlib>
@@ -12,6 +13,8 @@ namespace vitune::cpu {
 namespace {
 
 constexpr Isa kLevels[] = {Isa::Portable, Isa::Avx2, Isa::Avx512, Isa::Avx512Bf16};
+// The highest level chosen without VITUNE_CPU_ISA (see isa.h on Avx512Bf16).
+constexpr Isa kDefaultCeiling = Isa::Avx512;
 
 bool supported(Isa isa) {
 #if VITUNE_X86_LEVELS
@@ -36,7 +39,7 @@ bool supported(Isa isa) {
 
 Isa requested_isa(Isa best) {
   const char* env = std::getenv("VITUNE_CPU_ISA");
-  if (env == nullptr || *env == '\0') return best;
+  if (env == nullptr || *env == '\0') return best < kDefaultCeiling ? best : kDefaultCeiling;
   for (Isa level : kLevels) {
     if (std::string(env) == isa_name(level)) return level < best ? level : best;
   }

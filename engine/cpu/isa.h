@@ -17,11 +17,16 @@
 // are only called after the check.
 //
 // Avx512Bf16 is AVX-512 with AVX512_BF16 (the bf16 dot product `vdpbf16ps`): only the
-// bf16 GEMM of autocast uses it; loops run their AVX-512 variant there.
+// bf16 GEMM of autocast uses it; loops run their AVX-512 variant there. It is opt-in
+// (VITUNE_CPU_ISA=avx512bf16): on the Intel Xeon of bench/README's bf16 section,
+// vdpbf16ps runs at half the FLOP rate of fp32 FMAs, so the bf16 kernel takes about 1.5x
+// the time of the emulation (operands rounded to bf16, then the fp32 kernel); it is
+// expected to pay only where the instruction runs at twice the fp32 rate.
 //
-// VITUNE_CPU_ISA=portable|avx2|avx512|avx512bf16 lowers the level (never above what the CPU has), to
-// test every variant on one machine and to compare them; levels differ in the last bits
-// (fused multiply-adds), while one level gives the same bits for any thread count.
+// VITUNE_CPU_ISA=portable|avx2|avx512|avx512bf16 sets the level (never above what the CPU
+// has; unset: the CPU's best up to avx512), to test every variant on one machine and to
+// compare them; levels differ in the last bits (fused multiply-adds), while one level
+// gives the same bits for any thread count.
 //
 // Adding a level: append it to
 // `Isa` (each level includes the ones before it), give it a name and a CPUID test in
