@@ -50,23 +50,42 @@ void accumulate_block(const T* dy, const T* x, int64_t n, int64_t out_features, 
 }
 
 #if VITUNE_X86_LEVELS
-// accumulate_block for floats, 16 entries at a time with AVX-512 gathers. A product of
-// two floats is exact in double, so the fused multiply-add rounds once, as the plain
-// loop's addition does: the bits are the same.
+// accumulate_block for floats, 16 entries at a time with AVX-512 gathers (dy by a plain
+// load where the 16 entries lie in 16 consecutive rows, as with one entry per row). A
+// product of two floats is exact in double, so the fused multiply-add rounds once, as
+// the plain loop's addition does: the bits are the same.
+static_assert(kEntryBlock <= 16 * 32, "one bit per group of 16 entries in a uint32_t");
+
+// The zero-masked forms of the intrinsics: the plain ones start from an undefined
+// register, which GCC 12 reports as maybe uninitialized.
+VITUNE_TARGET_AVX512 inline __m512 gather(const float* base, const int32_t* index) {
+  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), 0xFFFF, _mm512_loadu_si512(index), base, 4);
+}
+
+// Floats 8 half .. 8 half + 7 of v as doubles.
+VITUNE_TARGET_AVX512 inline __m512d widen(__m512 v, int half) {
+  return _mm512_maskz_cvtps_pd(0xFF, half == 0 ? _mm512_maskz_extractf32x8_ps(0xFF, v, 0)
+                                               : _mm512_maskz_extractf32x8_ps(0xFF, v, 1));
+}
+
 VITUNE_TARGET_AVX512 void accumulate_block_avx512(const float* dy, const float* x, int64_t n, int64_t out_features,
                                                   int64_t in_features, const int32_t* rows, const int32_t* cols,
                                                   int64_t count, double* sum) {
   const int64_t whole = count - count % 16;
+  const __m512i steps = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  uint32_t consecutive = 0;  // bit g: the rows of entries 16g .. 16g + 15 are rows[16g] + 0 .. 15
+  for (int64_t i = 0; i < whole; i += 16) {
+    const __m512i expected = _mm512_add_epi32(_mm512_set1_epi32(rows[i]), steps);
+    if (_mm512_cmpeq_epi32_mask(_mm512_loadu_si512(rows + i), expected) == 0xFFFF) consecutive |= 1u << (i / 16);
+  }
   for (int64_t t = 0; t < n; ++t) {
     const float* dy_row = dy + t * out_features;
     const float* x_row = x + t * in_features;
     for (int64_t i = 0; i < whole; i += 16) {
-      const __m512 a = _mm512_i32gather_ps(_mm512_loadu_si512(rows + i), dy_row, 4);
-      const __m512 b = _mm512_i32gather_ps(_mm512_loadu_si512(cols + i), x_row, 4);
-      const __m512d low = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a)),
-                                          _mm512_cvtps_pd(_mm512_castps512_ps256(b)), _mm512_loadu_pd(sum + i));
-      const __m512d high = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(a, 1)),
-                                           _mm512_cvtps_pd(_mm512_extractf32x8_ps(b, 1)), _mm512_loadu_pd(sum + i + 8));
+      const __m512 a = (consecutive >> (i / 16)) & 1u ? _mm512_loadu_ps(dy_row + rows[i]) : gather(dy_row, rows + i);
+      const __m512 b = gather(x_row, cols + i);
+      const __m512d low = _mm512_fmadd_pd(widen(a, 0), widen(b, 0), _mm512_loadu_pd(sum + i));
+      const __m512d high = _mm512_fmadd_pd(widen(a, 1), widen(b, 1), _mm512_loadu_pd(sum + i + 8));
       _mm512_storeu_pd(sum + i, low);
       _mm512_storeu_pd(sum + i + 8, high);
     }
