@@ -9,8 +9,8 @@
 
 #include <array>
 #include <chrono>
-#include <memory>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
