@@ -2,7 +2,7 @@
 // (ops::masked_weight_grad) against the dense one (ops::gemm, dW += dY^T x), at the
 // layer shapes of the Fashion-MNIST ViT (batch 128: T = 128 * 50 token rows; dim 64,
 // hidden 256) and of a ViT-B/16 (batch 8: T = 8 * 197; dim 768, hidden 3072), with
-// k entries selected per row of W (entry (j, (7 j + 131 m) mod in) for m < k).
+// k = 1, 4 or 8 entries selected per row of W (entry (j, (7 j + 131 m) mod in), m < k).
 // Reports GFLOP/s of the work done and, for the masked case, `dense_fraction`: its time
 // over the dense product's measured just before it.
 #include <benchmark/benchmark.h>
@@ -87,7 +87,7 @@ void BM_weight_grad(benchmark::State& state) {
 
 void layer_arguments(benchmark::internal::Benchmark* b) {
   for (int64_t i = 0; i < int64_t(layers().size()); ++i) {
-    for (int64_t k : {0, 1, 8}) b->Args({i, k});
+    for (int64_t k : {0, 1, 4, 8}) b->Args({i, k});
   }
 }
 
