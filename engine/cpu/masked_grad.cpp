@@ -1,13 +1,18 @@
 // CPU gradient of a linear layer's weight at selected entries only. For y = x W^T with
 // x [T, in], dy [T, out] and the entry e = j*in + k of W [out, in]:
 //   dW[j, k] = sum_t dy[t, j] * x[t, k].
-// The tokens are taken in fixed chunks of kTokenChunk. For each chunk, dy and x are
-// transposed into column-major scratch ([out, chunk] and [in, chunk]), so that every
-// selected entry adds one contiguous dot product to its double running sum. The cost
-// is O(T * (in + out) + T * selected) and the scratch is small and reused: the dense
-// [out, in] gradient and full-size transposed copies of dy and x are never formed.
+// The tokens are split into fixed chunks of kTokenChunk. A task takes whole chunks and
+// reads their rows dy[t, :] and x[t, :] in order, a cache-sized tile of tokens at a
+// time, where they lie (no transposed copies), adding dy[t, j] * x[t, k] of every entry
+// to the chunk's double partial sum of that entry; the partial sums are then added in
+// chunk order. The chunks do not depend on the
+// thread count, so neither does the result. The cost is O(T * selected), each row is
+// read once, and the scratch is the partial sums (one per chunk and entry) and the
+// entries' row and column numbers: the dense [out, in] gradient is never formed.
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
+#include <vector>
 
 #include "engine/cpu/check.h"
 #include "engine/cpu/isa.h"
@@ -15,55 +20,79 @@
 #include "engine/op_checks.h"
 #include "engine/ops.h"
 
+#if VITUNE_X86_LEVELS
+#include <immintrin.h>
+#endif
+
 namespace vitune::cpu {
 
 namespace {
 
-// Side of the square tiles in which the transpose moves elements.
-constexpr int64_t kTile = 32;
-
-// Tokens per chunk: a chunk of x's transposed columns ([in, chunk]) stays in cache
-// while the selected entries of all rows j read it.
+// Tokens whose terms one partial sum adds.
 constexpr int64_t kTokenChunk = 256;
 
-// Independent partial sums of the dot product, added together at the end: enough
-// of them to keep the vector units busy; a fixed number, so the result is the same
-// on every run and thread count.
-constexpr int kLanes = 16;
+// Entries whose partial sums are updated together, token by token: they stay in L1.
+constexpr int64_t kEntryBlock = 512;
 
-// dst [cols, rows] = src [rows, cols]^T, tiled so that both sides stay in cache.
-template <typename T>
-void transpose(const T* src, int64_t rows, int64_t cols, T* dst) {
-  const int64_t col_tiles = (cols + kTile - 1) / kTile;
-  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, rows * kTile));
-  parallel_for_simd(col_tiles, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t tile = begin; tile < end; ++tile) {
-      const int64_t c0 = tile * kTile;
-      const int64_t c1 = std::min(cols, c0 + kTile);
-      for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
-        const int64_t r1 = std::min(rows, r0 + kTile);
-        for (int64_t c = c0; c < c1; ++c) {
-          for (int64_t r = r0; r < r1; ++r) dst[c * rows + r] = src[r * cols + c];
-        }
-      }
-    }
-  });
-}
+// Tokens whose rows every block of entries reads in turn: they stay in L2.
+constexpr int64_t kTokenTile = 32;
 
-// sum_t a[t] * b[t] in double: lane l sums the terms t = l (mod kLanes) of the whole
-// blocks in order, the lanes are added in order, then the tail terms in order.
+// sum[i] += sum over the n tokens of dy[t, rows[i]] * x[t, cols[i]], for i in [0, count),
+// token by token.
 template <typename T>
-double dot(const T* a, const T* b, int64_t n) {
-  double lanes[kLanes] = {};
-  int64_t t = 0;
-  for (; t + kLanes <= n; t += kLanes) {
-    for (int l = 0; l < kLanes; ++l) lanes[l] += double(a[t + l]) * double(b[t + l]);
+void accumulate_block(const T* dy, const T* x, int64_t n, int64_t out_features, int64_t in_features,
+                      const int32_t* rows, const int32_t* cols, int64_t count, double* sum) {
+  for (int64_t t = 0; t < n; ++t) {
+    const T* dy_row = dy + t * out_features;
+    const T* x_row = x + t * in_features;
+    for (int64_t i = 0; i < count; ++i) sum[i] += double(dy_row[rows[i]]) * double(x_row[cols[i]]);
   }
-  double sum = 0.0;
-  for (int l = 0; l < kLanes; ++l) sum += lanes[l];
-  for (; t < n; ++t) sum += double(a[t]) * double(b[t]);
-  return sum;
 }
+
+#if VITUNE_X86_LEVELS
+// accumulate_block for floats, 16 entries at a time with AVX-512 gathers (dy by a plain
+// load where the 16 entries lie in 16 consecutive rows, as with one entry per row). A
+// product of two floats is exact in double, so the fused multiply-add rounds once, as
+// the plain loop's addition does: the bits are the same.
+static_assert(kEntryBlock <= 16 * 32, "one bit per group of 16 entries in a uint32_t");
+
+// The zero-masked forms of the intrinsics: the plain ones start from an undefined
+// register, which GCC 12 reports as maybe uninitialized.
+VITUNE_TARGET_AVX512 inline __m512 gather(const float* base, const int32_t* index) {
+  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), 0xFFFF, _mm512_loadu_si512(index), base, 4);
+}
+
+// Floats 8 half .. 8 half + 7 of v as doubles.
+VITUNE_TARGET_AVX512 inline __m512d widen(__m512 v, int half) {
+  return _mm512_maskz_cvtps_pd(0xFF, half == 0 ? _mm512_maskz_extractf32x8_ps(0xFF, v, 0)
+                                               : _mm512_maskz_extractf32x8_ps(0xFF, v, 1));
+}
+
+VITUNE_TARGET_AVX512 void accumulate_block_avx512(const float* dy, const float* x, int64_t n, int64_t out_features,
+                                                  int64_t in_features, const int32_t* rows, const int32_t* cols,
+                                                  int64_t count, double* sum) {
+  const int64_t whole = count - count % 16;
+  const __m512i steps = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  uint32_t consecutive = 0;  // bit g: the rows of entries 16g .. 16g + 15 are rows[16g] + 0 .. 15
+  for (int64_t i = 0; i < whole; i += 16) {
+    const __m512i expected = _mm512_add_epi32(_mm512_set1_epi32(rows[i]), steps);
+    if (_mm512_cmpeq_epi32_mask(_mm512_loadu_si512(rows + i), expected) == 0xFFFF) consecutive |= 1u << (i / 16);
+  }
+  for (int64_t t = 0; t < n; ++t) {
+    const float* dy_row = dy + t * out_features;
+    const float* x_row = x + t * in_features;
+    for (int64_t i = 0; i < whole; i += 16) {
+      const __m512 a = (consecutive >> (i / 16)) & 1u ? _mm512_loadu_ps(dy_row + rows[i]) : gather(dy_row, rows + i);
+      const __m512 b = gather(x_row, cols + i);
+      const __m512d low = _mm512_fmadd_pd(widen(a, 0), widen(b, 0), _mm512_loadu_pd(sum + i));
+      const __m512d high = _mm512_fmadd_pd(widen(a, 1), widen(b, 1), _mm512_loadu_pd(sum + i + 8));
+      _mm512_storeu_pd(sum + i, low);
+      _mm512_storeu_pd(sum + i + 8, high);
+    }
+    for (int64_t i = whole; i < count; ++i) sum[i] += double(dy_row[rows[i]]) * double(x_row[cols[i]]);
+  }
+}
+#endif
 
 // Indices must be strictly increasing and inside [0, out * in).
 void check_selection(const Tensor& indices, int64_t out_features, int64_t in_features) {
@@ -98,34 +127,45 @@ void masked_weight_grad(const Tensor& dy, const Tensor& x, const Tensor& indices
   if (selected == 0 || tokens == 0) return;
   count_flops(2 * tokens * selected);
 
+  const int64_t* idx = indices.kernel_data<int64_t>();
+  std::vector<int32_t> rows(static_cast<size_t>(selected)), cols(static_cast<size_t>(selected));
+  for (int64_t i = 0; i < selected; ++i) {
+    rows[size_t(i)] = int32_t(idx[i] / in_features);
+    cols[size_t(i)] = int32_t(idx[i] % in_features);
+  }
+  const int64_t chunks = (tokens + kTokenChunk - 1) / kTokenChunk;
+  std::vector<double> partial(static_cast<size_t>(chunks * selected), 0.0);
   cpu::dispatch_float(x, op, [&](auto zero) {
     using T = decltype(zero);
-    const int64_t chunk = std::min(tokens, kTokenChunk);
-    Tensor dy_t({out_features, chunk}, dy.dtype(), dy.device());
-    Tensor x_t({in_features, chunk}, x.dtype(), x.device());
-    Tensor sums = Tensor::zeros({selected}, DType::F64, dy.device());
     const T* dy_rows = dy.kernel_data<T>();
     const T* x_rows = x.kernel_data<T>();
-    const T* dy_cols = dy_t.kernel_data<T>();
-    const T* x_cols = x_t.kernel_data<T>();
-    const int64_t* idx = indices.kernel_data<int64_t>();
-    double* sum = sums.kernel_data<double>();
-    const int64_t grain = std::max<int64_t>(1, 8192 / chunk);
-    // Chunks in token order; within a chunk every entry is computed by one task.
-    for (int64_t t0 = 0; t0 < tokens; t0 += chunk) {
-      const int64_t n = std::min(chunk, tokens - t0);
-      transpose(dy_rows + t0 * out_features, n, out_features, dy_t.kernel_data<T>());
-      transpose(x_rows + t0 * in_features, n, in_features, x_t.kernel_data<T>());
-      parallel_for_simd(selected, grain, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) {
-          const int64_t j = idx[i] / in_features;
-          const int64_t k = idx[i] % in_features;
-          sum[i] += dot(dy_cols + j * n, x_cols + k * n, n);
-        }
-      });
+    auto block = accumulate_block<T>;
+#if VITUNE_X86_LEVELS
+    if constexpr (std::is_same_v<T, float>) {
+      if (cpu_isa() >= Isa::Avx512) block = accumulate_block_avx512;
     }
+#endif
+    parallel_for_simd(chunks, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c) {
+        const int64_t chunk_end = std::min(tokens, (c + 1) * kTokenChunk);
+        for (int64_t t0 = c * kTokenChunk; t0 < chunk_end; t0 += kTokenTile) {
+          const int64_t n = std::min(kTokenTile, chunk_end - t0);
+          for (int64_t b = 0; b < selected; b += kEntryBlock) {
+            block(dy_rows + t0 * out_features, x_rows + t0 * in_features, n, out_features, in_features,
+                  rows.data() + b, cols.data() + b, std::min(kEntryBlock, selected - b),
+                  partial.data() + c * selected + b);
+          }
+        }
+      }
+    });
     T* acc = accumulate.kernel_data<T>();
-    for (int64_t i = 0; i < selected; ++i) acc[i] += T(sum[i]);
+    parallel_for_simd(selected, 4096, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        double sum = 0.0;
+        for (int64_t c = 0; c < chunks; ++c) sum += partial[size_t(c * selected + i)];
+        acc[i] += T(sum);
+      }
+    });
   });
 }
 

@@ -95,6 +95,24 @@ void check_random(vitune::testing::Tolerance tol) {
 TEST(MaskedGradTest, MatchesDenseGradientF64) { check_random<double>({1e-13, 1e-12}); }
 TEST(MaskedGradTest, MatchesDenseGradientF32) { check_random<float>({1e-5, 1e-5}); }
 
+// One entry per row, as a sparse step selects: groups of 16 entries in 16 consecutive
+// rows (read by a plain load on AVX-512) and a partial group, over 600 tokens (three
+// chunks). Integer-valued f32 data, so every sum is exact and must match bitwise.
+TEST(MaskedGradTest, OneEntryPerRowIsExactOnIntegerDataF32) {
+  const int64_t tokens = 600, in = 19, out = 37;
+  Tensor x = integer_tensor({tokens, in}, 13).to(DType::F32);
+  Tensor dy = integer_tensor({tokens, out}, 14).to(DType::F32);
+  std::vector<int64_t> one_per_row;
+  for (int64_t j = 0; j < out; ++j) one_per_row.push_back(j * in + (7 * j) % in);
+  Tensor indices = Tensor::from_vector<int64_t>({out}, one_per_row, vitune::Device::cpu());
+  Tensor acc = Tensor::zeros({out}, DType::F32, vitune::Device::cpu());
+  ops::masked_weight_grad(dy, x, indices, in, acc);
+  std::vector<double> dense = dense_gradient<float>(dy, x, in);
+  for (int64_t j = 0; j < out; ++j) {
+    ASSERT_EQ(acc.data<float>()[j], float(dense[size_t(one_per_row[size_t(j)])])) << "row " << j;
+  }
+}
+
 TEST(MaskedGradTest, EverySelectedAndNoneSelected) {
   const int64_t tokens = 16, in = 5, out = 3;
   Tensor x = integer_tensor({tokens, in}, 8);
