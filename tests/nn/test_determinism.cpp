@@ -65,7 +65,9 @@ void expect_identical(const StepResult& one, const StepResult& two) {
   ASSERT_EQ(one.grads.size(), two.grads.size());
   for (size_t i = 0; i < one.grads.size(); ++i) {
     ASSERT_EQ(one.grads[i].defined(), two.grads[i].defined()) << i;
-    if (one.grads[i].defined()) EXPECT_TRUE(bitwise_equal(one.grads[i], two.grads[i])) << i;
+    if (one.grads[i].defined()) {
+      EXPECT_TRUE(bitwise_equal(one.grads[i], two.grads[i])) << i;
+    }
   }
 }
 

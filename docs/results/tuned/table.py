@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """The methods table of docs/results/tuned/run.sh, as markdown on stdout.
 
-Usage: table.py WORK_FOLDER   (run.sh's W, default runs/tuned)
+Usage: table.py [WORK_FOLDER [PROBE_RESULTS]]
+  WORK_FOLDER: run.sh's W (default runs/tuned), whose methods/ holds the runs' results;
+  PROBE_RESULTS: the probe's results (default WORK_FOLDER/sweep/probe.json).
 
 For each method and step count: every learning rate's top-1 on the evaluation data as
 mean ± sample std over seeds (with their number), the best rate (the highest mean; ties
 go to the smaller rate), a warning where the best is at the edge of the rates run, and
 the best's gain over the logistic-regression probe, (top-1 - probe) / probe. Also the
-trainable parameters, the mean step time and the peak memory of the best rate's runs.
+trainable parameters and the device the runs ran on. Step times and memory are left
+out: the runs share a machine (JOBS at a time), so their timings measure the sharing.
 """
 import json
 import math
@@ -31,6 +34,11 @@ def mean_std(values):
     return mean, std
 
 
+def devices(by_lr):
+    """The devices of every run of a row (a results file without "device" ran on the CPU)."""
+    return ", ".join(sorted({r.get("device", "cpu") for runs in by_lr.values() for r in runs}))
+
+
 def percent(mean, std):
     """mean ± std in percent; the mean alone for one seed."""
     return f"{100 * mean:.2f}" if math.isnan(std) else f"{100 * mean:.2f} ± {100 * std:.2f}"
@@ -38,7 +46,8 @@ def percent(mean, std):
 
 def main():
     work = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "runs/tuned")
-    probe = json.loads((work / "sweep" / "probe.json").read_text())["eval"]["top1"]
+    probe_path = pathlib.Path(sys.argv[2]) if len(sys.argv) > 2 else work / "sweep" / "probe.json"
+    probe = json.loads(probe_path.read_text())["eval"]["top1"]
     cells = {}  # (method, steps) -> lr -> [results]
     for path in sorted((work / "methods").glob("*.json")):
         match = RUN_NAME.match(path.name)
@@ -52,8 +61,8 @@ def main():
 
     print(f"Linear probe (logistic regression, L-BFGS): {100 * probe:.2f}% top-1.\n")
     print("| method | steps | " + "learning rate: top-1 % (seeds) | " + "best lr | best | gain over probe"
-          " | trainable | step (ms) | peak (MiB) |")
-    print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
+          " | trainable | device |")
+    print("|---|---:|---|---:|---:|---:|---:|---|")
     edges = []
     for (method, steps), by_lr in sorted(cells.items(), key=lambda item: (list(METHOD_NAMES).index(item[0][0]),
                                                                            item[0][1])):
@@ -74,9 +83,7 @@ def main():
         gain = (means[best][0] - probe) / probe
         print(f"| {METHOD_NAMES.get(method, method)} | {steps} | {grid} | {best_text} | "
               f"{percent(*means[best])} | {100 * gain:+.1f}% | "
-              f"{runs[0]['trainable_parameters']} | "
-              f"{1000 * statistics.fmean(r['mean_step_seconds'] for r in runs):.1f} | "
-              f"{max(r['peak_memory_bytes'] for r in runs) / 2**20:.1f} |")
+              f"{runs[0]['trainable_parameters']} | {devices(by_lr)} |")
     print()
     for edge in edges:
         print(f"WARNING: {edge}")
