@@ -5,14 +5,15 @@
 #    VITUNE_FUZZ_SECONDS. Where clang++ or libFuzzer is missing, the one test
 #    `fuzz_unavailable` says so and is skipped.
 #  - label `sanitize`: `sanitize_address` builds the whole project with ASan + UBSan in
-#    the sub-build sanitize-address/ and runs its test suite (VITUNE_SANITIZE_SUITE).
+#    the sub-build sanitize-address/ and runs its test suite, and `sanitize_thread` the
+#    same with ThreadSanitizer in sanitize-thread/ (both with VITUNE_SANITIZE_SUITE).
 # Neither is defined inside a sanitizer or fuzz build, so sub-builds do not recurse.
 if(NOT VITUNE_SANITIZE STREQUAL "" OR VITUNE_FUZZ)
   return()
 endif()
 
 set(VITUNE_FUZZ_SECONDS 30 CACHE STRING "Seconds each fuzz target runs under ctest (label fuzz)")
-option(VITUNE_SANITIZE_SUITE "ctest also builds and runs the suite with ASan + UBSan (label sanitize)" OFF)
+option(VITUNE_SANITIZE_SUITE "ctest also builds and runs the suite with ASan + UBSan and with TSan (label sanitize)" OFF)
 cmake_host_system_information(RESULT vitune_jobs QUERY NUMBER_OF_LOGICAL_CORES)
 set(vitune_launcher "${CMAKE_CXX_COMPILER_LAUNCHER}")
 
@@ -66,5 +67,10 @@ if(VITUNE_SANITIZE_SUITE)
                    -DCXX=${CMAKE_CXX_COMPILER} -DCC=${CMAKE_C_COMPILER} -DLAUNCHER=${vitune_launcher}
                    -DJOBS=${vitune_jobs} -DEXCLUDE=slow
                    -P ${PROJECT_SOURCE_DIR}/cmake/sanitize_suite.cmake)
-  set_tests_properties(sanitize_address PROPERTIES LABELS sanitize RUN_SERIAL TRUE TIMEOUT 3600)
+  add_test(NAME sanitize_thread
+           COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR}
+                   -DBINARY_DIR=${PROJECT_BINARY_DIR}/sanitize-thread -DSANITIZE=thread
+                   -DCXX=${CMAKE_CXX_COMPILER} -DCC=${CMAKE_C_COMPILER} -DLAUNCHER=${vitune_launcher}
+                   -DJOBS=${vitune_jobs} -P ${PROJECT_SOURCE_DIR}/cmake/sanitize_suite.cmake)
+  set_tests_properties(sanitize_address sanitize_thread PROPERTIES LABELS sanitize RUN_SERIAL TRUE TIMEOUT 3600)
 endif()
