@@ -43,6 +43,14 @@ std::string activation(const Json& value, const char* key, const std::string& pa
                   "; vitune runs \"gelu\" (exact) and \"quick_gelu\" only"));
 }
 
+// timm's pooling: "token", "avg" or "" (none), read as "token", "avg" or "none".
+std::string global_pool(const Json& value, const char* key, const std::string& path) {
+  const std::string pool = value.is_string() ? value.get<std::string>() : "?";
+  VITUNE_CHECK(pool == "token" || pool == "avg" || pool.empty(), path, ": field '", key,
+               "' must be \"token\", \"avg\" or \"\" (no pooling), got ", value.dump());
+  return pool.empty() ? "none" : pool;
+}
+
 }  // namespace
 
 ConfigJson read_config_json_beside(const std::string& weights_path) {
@@ -65,16 +73,15 @@ ConfigJson read_config_json_beside(const std::string& weights_path) {
                  j["layer_norm_eps"].dump());
     out.ln_eps = j["layer_norm_eps"].get<double>();
   }
+  // timm's hub config names the pooling at the top level; model_args, when it repeats
+  // it, is what the model was built with.
+  if (j.contains("global_pool")) out.global_pool = global_pool(j["global_pool"], "global_pool", out.path);
   if (j.contains("model_args") && j["model_args"].is_object()) {
     const Json& args = j["model_args"];
     read_int(args, "num_heads", out.heads, out.path);
     if (args.contains("act_layer")) out.act = activation(args["act_layer"], "model_args.act_layer", out.path);
     if (args.contains("global_pool")) {
-      std::string pool = args["global_pool"].is_string() ? args["global_pool"].get<std::string>() : "?";
-      VITUNE_CHECK(pool == "token" || pool == "avg" || pool.empty(), out.path,
-                   ": field 'model_args.global_pool' must be \"token\", \"avg\" or \"\" (no pooling), got ",
-                   args["global_pool"].dump());
-      out.global_pool = pool.empty() ? "none" : pool;
+      out.global_pool = global_pool(args["global_pool"], "model_args.global_pool", out.path);
     }
   }
   return out;

@@ -2,7 +2,7 @@
 // tensors cannot tell (the head count, activation, LayerNorm epsilon, pooling).
 //   Hugging Face: num_attention_heads, hidden_act, layer_norm_eps, image_size, patch_size
 //                 (one integer or a square [n, n]; under vision_config for a whole CLIPModel)
-//   timm:         model_args.num_heads, .global_pool, .act_layer, .fc_norm
+//   timm:         global_pool; model_args.num_heads, .global_pool, .act_layer, .fc_norm
 #pragma once
 
 #include <string>

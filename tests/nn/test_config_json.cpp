@@ -1,5 +1,6 @@
 // Hugging Face config.json sizes given as [height, width]: a square pair is read as its
 // side, a non-square one is refused naming the file, the field and what vitune runs.
+// timm's hub config.json: the pooling named at its top level is read (model_args wins).
 #include <filesystem>
 #include <fstream>
 
@@ -58,6 +59,28 @@ TEST_F(ConfigJsonSizes, ANonSquareSizeIsRefusedNamingTheFileAndField) {
       << load_error();
   write_config(R"("image_size": [16, 16, 3])");
   EXPECT_EQ(load_error(), config() + ": field 'image_size' must be a positive integer, got [16,16,3]");
+}
+
+// timm's avg-pooled model without fc_norm has the keys of a class-token model: only its
+// hub config.json's top-level global_pool tells them apart.
+TEST(ConfigJsonTimm, TheTopLevelGlobalPoolIsRead) {
+  const std::string folder = ::testing::TempDir() + "config_json_timm_" + std::to_string(::getpid());
+  fs::create_directories(folder);
+  const std::string weights = folder + "/model.safetensors", config = folder + "/config.json";
+  fs::copy_file(data_path("families/timm_avg_no_fc_norm.safetensors"), weights, fs::copy_options::overwrite_existing);
+  std::ofstream(config) << R"({"architecture": "vit_tiny", "global_pool": "avg", "model_args": {"num_heads": 2}})";
+  EXPECT_EQ(nn::load_vit(weights, Device::cpu()).model->config().global_pool, "avg");
+  std::ofstream(config) << R"({"global_pool": "avg", "model_args": {"num_heads": 2, "global_pool": "token"}})";
+  EXPECT_EQ(nn::load_vit(weights, Device::cpu()).model->config().global_pool, "token");
+  std::ofstream(config) << R"({"global_pool": "map", "model_args": {"num_heads": 2}})";
+  try {
+    nn::load_vit(weights, Device::cpu());
+    ADD_FAILURE() << "global_pool map was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              config + ": field 'global_pool' must be \"token\", \"avg\" or \"\" (no pooling), got \"map\"");
+  }
+  fs::remove_all(folder);
 }
 
 }  // namespace
