@@ -12,6 +12,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "engine/atomic_file.h"
 #include "engine/error.h"
 
 namespace vitune::cli {
@@ -59,8 +60,12 @@ void write_whole(const std::string& path, const std::string& text) {
 
 }  // namespace
 
+// The lock is written whole into `<lock>.<pid>`, then linked into place. A process
+// killed between the two leaves its private file; the next taker removes such files of
+// processes that are gone.
 FolderLock::FolderLock(const std::string& folder)
     : path_((std::filesystem::path(folder) / kLockFileName).string()) {
+  remove_abandoned_files(folder, std::string(kLockFileName) + ".");
   const std::string mine = path_ + "." + std::to_string(::getpid());
   write_whole(mine, std::to_string(::getpid()) + "\n" + own_command_line() + "\n");
   for (int attempt = 0;; ++attempt) {

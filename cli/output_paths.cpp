@@ -30,17 +30,28 @@ bool same_file(const std::string& a, const std::string& b) {
   return fs::weakly_canonical(a, error) == fs::weakly_canonical(b, error);
 }
 
-// Creates `folder` when missing and proves it writable by making and removing a file.
+// Creates `folder` when missing and proves it writable by creating a file in it. The
+// file is unnamed (O_TMPFILE) where the filesystem allows, so that a run killed at this
+// moment leaves nothing behind; elsewhere it is a named file removed at once.
 void prepare_folder(const std::string& flag, const fs::path& folder) {
   std::error_code error;
   fs::create_directories(folder, error);
   VITUNE_CHECK(!error, flag, ": cannot create the folder ", folder.string(), ": ", error.message());
   VITUNE_CHECK(fs::is_directory(folder), flag, ": ", folder.string(), " is a file, expected a folder");
-  const std::string probe = (folder / (".vitune-probe." + std::to_string(::getpid()))).string();
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int fd = -1;
+#ifdef O_TMPFILE
+  fd = ::open(folder.c_str(), O_WRONLY | O_TMPFILE | O_CLOEXEC, 0600);
+  const bool unsupported = fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL);
+#else
+  const bool unsupported = true;
+#endif
+  if (fd < 0 && unsupported) {
+    const std::string probe = (folder / (".vitune-probe." + std::to_string(::getpid()))).string();
+    fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) ::unlink(probe.c_str());
+  }
   VITUNE_CHECK(fd >= 0, flag, ": cannot write in the folder ", folder.string(), ": ", std::strerror(errno));
   ::close(fd);
-  ::unlink(probe.c_str());
 }
 
 }  // namespace

@@ -44,12 +44,14 @@ void sync_folder(const std::string& path) {
 }
 
 // The temporary files of `path` that earlier writers left when they were killed
-// mid-write: `<name>.tmp.<pid>` next to it whose process no longer exists. A live
-// writer's file (its pid exists) is never touched. Best effort: a file that cannot be
-// listed or removed stays.
+// mid-write: `<name>.tmp.<pid>` next to it whose process no longer exists.
 void remove_abandoned_temporaries(const std::string& path) {
-  const std::string folder = parent_folder(path);
-  const std::string prefix = path.substr(path.find_last_of('/') + 1) + ".tmp.";
+  remove_abandoned_files(parent_folder(path), path.substr(path.find_last_of('/') + 1) + ".tmp.");
+}
+
+}  // namespace
+
+void remove_abandoned_files(const std::string& folder, const std::string& prefix) {
   DIR* dir = ::opendir(folder.c_str());
   if (dir == nullptr) return;
   while (const dirent* entry = ::readdir(dir)) {
@@ -62,8 +64,6 @@ void remove_abandoned_temporaries(const std::string& path) {
   }
   ::closedir(dir);
 }
-
-}  // namespace
 
 void write_file_atomically(const std::string& path, const std::function<void(std::FILE*)>& write) {
   VITUNE_CHECK(!path.empty(), "cannot write a file with an empty path");

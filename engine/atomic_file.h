@@ -20,4 +20,9 @@ void write_file_atomically(const std::string& path, const std::function<void(std
 // Replaces the file at `path` with `bytes`, as above.
 void write_file_atomically(const std::string& path, const std::string& bytes);
 
+// Removes the files `<prefix><pid>` in `folder` whose process no longer exists: what a
+// process killed in the middle of writing them left. A live process's file is never
+// touched. Best effort: a file that cannot be listed or removed stays.
+void remove_abandoned_files(const std::string& folder, const std::string& prefix);
+
 }  // namespace vitune

@@ -2,9 +2,10 @@
 // an existing file is kept unless --overwrite is given, an output that is an input or
 // another output is refused, all before the data is read; --resume continues its own
 // files; a second concurrent writer to a folder is refused naming the first, and the
-// lock of a killed run is taken over; every command says where it wrote; numeric flags
+// lock of a killed run (and its private copy) is taken over; every command says where it wrote; numeric flags
 // say in a few words what they expected.
 #include <chrono>
+#include <fstream>
 #include <thread>
 
 #include "device_test.h"
@@ -131,9 +132,15 @@ TEST_P(OutputPaths, ASecondWriterToAFolderIsRefusedAndAKilledRunsLockIsTakenOver
   ::kill(first, SIGKILL);
   ASSERT_EQ(wait_for(first, folder_ + "/first.txt").signal, SIGKILL);
   ASSERT_TRUE(fs::exists(lock));  // stale: its process is gone
+  // A run killed between writing its lock and linking it into place leaves its private
+  // copy, `.vitune.lock.<pid>`; the next taker removes it.
+  const std::string private_copy = lock + "." + std::to_string(first);
+  std::ofstream(private_copy) << first << "\n";
+  ASSERT_TRUE(fs::exists(private_copy));
   const ChildResult third = pretrain({"--steps", "1", "--out", out + "/other.safetensors"});
   ASSERT_EQ(third.exit_status, 0) << third.output;
   EXPECT_FALSE(fs::exists(lock));
+  EXPECT_FALSE(fs::exists(private_copy));
 }
 
 VITUNE_ON_EVERY_DEVICE(OutputPaths);
