@@ -1,7 +1,8 @@
 // Google Benchmark of ops::gemm (f32) at the GEMM shapes of one ViT training step:
 // for the qkv, proj, fc1 and fc2 layers of a ViT-Ti/16 and a ViT-B/16 at batch 8
-// (T = 8 * 197 token rows), the forward product and both backward products as
-// autograd::linear issues them. Reports GFLOP/s and the fraction of a stated peak
+// (T = 8 * 197 token rows) and of the Fashion-MNIST ViT at batch 128 (T = 128 * 50,
+// width 64), the forward product and both backward products as autograd::linear
+// issues them. Reports GFLOP/s and the fraction of a stated peak
 // (VITUNE_PEAK_GFLOPS, default 438: two AVX-512 cores at fp32), and contrasts the
 // plain reference loop with ops::gemm at one small shape. The ViT-B/16 products run again
 // as ops::gemm_bf16 (bf16 operands, fp32 accumulation: the products of --bf16), against
@@ -30,6 +31,7 @@ using vitune::Tensor;
 constexpr int64_t kBatch = 8;
 constexpr int64_t kTokens = 197;  // 14 x 14 patches of a 224 image, plus the cls token
 constexpr int64_t kRows = kBatch * kTokens;
+constexpr int64_t kFmnistRows = 128 * 50;  // batch 128, 7 x 7 patches of a 28 image plus cls
 constexpr double kDefaultPeakGflops = 438.0;
 
 struct LinearLayer {
@@ -37,13 +39,14 @@ struct LinearLayer {
   const char* layer;
   int64_t in;
   int64_t out;
+  int64_t rows;  // T, the token rows of the batch
 };
 
-std::vector<LinearLayer> vit_layers(const char* model, int64_t dim, int64_t hidden) {
-  return {{model, "qkv", dim, 3 * dim},
-          {model, "proj", dim, dim},
-          {model, "fc1", dim, hidden},
-          {model, "fc2", hidden, dim}};
+std::vector<LinearLayer> vit_layers(const char* model, int64_t dim, int64_t hidden, int64_t rows = kRows) {
+  return {{model, "qkv", dim, 3 * dim, rows},
+          {model, "proj", dim, dim, rows},
+          {model, "fc1", dim, hidden, rows},
+          {model, "fc2", hidden, dim, rows}};
 }
 
 // The three products of y = x W^T for x [T, in], W [out, in]:
@@ -117,9 +120,9 @@ void register_layer_pass(const char* prefix, GemmFunction gemm, const LinearLaye
                          double peak_gflops) {
   std::string name = std::string(prefix) + "/" + layer.model + "/" + layer.layer + "/" + pass_name(pass);
   benchmark::RegisterBenchmark(name.c_str(), [gemm, layer, pass, peak_gflops](benchmark::State& state) {
-    GemmCase gemm_case = make_case(layer, pass, kRows);
+    GemmCase gemm_case = make_case(layer, pass, layer.rows);
     int64_t m = gemm_case.c.dim(0), n = gemm_case.c.dim(1);
-    int64_t k = pass == Pass::Forward ? layer.in : pass == Pass::InputGrad ? layer.out : kRows;
+    int64_t k = pass == Pass::Forward ? layer.in : pass == Pass::InputGrad ? layer.out : layer.rows;
     state.SetLabel(shape_label(m, n, k));
     run_gemm(state, gemm, gemm_case, 2 * m * n * k, peak_gflops);
   })->UseRealTime()->Unit(benchmark::kMillisecond);
@@ -127,7 +130,7 @@ void register_layer_pass(const char* prefix, GemmFunction gemm, const LinearLaye
 
 // The reference triple loop and ops::gemm on one image's proj forward of ViT-Ti.
 void register_small_contrast(double peak_gflops) {
-  LinearLayer small{"vit_ti16", "proj", 192, 192};
+  LinearLayer small{"vit_ti16", "proj", 192, 192, kTokens};
   int64_t flops = 2 * kTokens * small.out * small.in;
   std::string label = shape_label(kTokens, small.out, small.in);
   benchmark::RegisterBenchmark("gemm_reference/vit_ti16/proj/forward_one_image",
@@ -180,8 +183,12 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("blas_core", vitune::blas_core_name());
   benchmark::AddCustomContext("threads", std::to_string(vitune::num_threads()));
   benchmark::AddCustomContext("peak_gflops", std::to_string(peak_gflops));
-  benchmark::AddCustomContext("rows_T", std::to_string(kRows) + " (batch 8 x 197 tokens)");
+  benchmark::AddCustomContext("rows_T", std::to_string(kRows) + " (batch 8 x 197 tokens); fmnist " +
+                                           std::to_string(kFmnistRows) + " (batch 128 x 50 tokens)");
   const Pass passes[] = {Pass::Forward, Pass::InputGrad, Pass::WeightGrad};
+  for (const LinearLayer& layer : vit_layers("fmnist", 64, 256, kFmnistRows)) {
+    for (Pass pass : passes) register_layer_pass("gemm", vitune::ops::gemm, layer, pass, peak_gflops);
+  }
   for (const LinearLayer& layer : vit_layers("vit_ti16", 192, 768)) {
     for (Pass pass : passes) register_layer_pass("gemm", vitune::ops::gemm, layer, pass, peak_gflops);
   }

@@ -11,6 +11,7 @@
 
 #include "engine/cpu/check.h"
 #include "engine/cpu/isa.h"
+#include "engine/cpu/lane_sums.h"
 #include "engine/cpu/vector_math.h"
 #include "engine/op_checks.h"
 #include "engine/ops.h"
@@ -32,6 +33,28 @@ static_assert(kPad % kTileRows == 0 && kPad % int64_t(sizeof(Floats) / sizeof(fl
               "padding must be a whole number of tiles and vectors");
 
 int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+
+// dst[r * ld_dst + c] = scale * src[r * ld_src + c] for r < rows, c < cols: a head's
+// slice of qkv into its scratch matrix, or back. The operands never overlap; saying so
+// lets the compiler copy whole vectors where it would otherwise copy one float at a time.
+template <typename T>
+void copy_block(const T* __restrict src, int64_t ld_src, T* __restrict dst, int64_t ld_dst, int64_t rows,
+                int64_t cols, T scale = T(1)) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* __restrict from = src + r * ld_src;
+    T* __restrict to = dst + r * ld_dst;
+    for (int64_t c = 0; c < cols; ++c) to[c] = scale * from[c];
+  }
+}
+
+// dst[c * ld_dst + r] = src[r * ld_src + c] for r < rows, c < cols: a transposed copy.
+template <typename T>
+void transpose_block(const T* __restrict src, int64_t ld_src, T* __restrict dst, int64_t ld_dst, int64_t rows,
+                     int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) dst[c * ld_dst + r] = src[r * ld_src + c];
+  }
+}
 
 // Sizes of one call: qkv [batch, tokens, 3 * dim], dim = heads * head_dim; tokens and
 // head_dim rounded up to whole tiles for the scratch buffers.
@@ -93,28 +116,10 @@ T row_max(const T* x, int64_t count) {
   return max;
 }
 
-// sum_j a[j] * b[j] over j < count (a multiple of kLanes), accumulated in double.
+// sum_j a[j] * b[j] over j < count, accumulated in double.
 template <typename T>
 double dot_in_double(const T* a, const T* b, int64_t count) {
-  double lanes[kLanes] = {};
-  for (int64_t j = 0; j < count; j += kLanes) {
-    for (int64_t l = 0; l < kLanes; ++l) lanes[l] += double(a[j + l]) * double(b[j + l]);
-  }
-  double sum = 0;
-  for (int64_t l = 0; l < kLanes; ++l) sum += lanes[l];
-  return sum;
-}
-
-// The same with b = 1: sum_j a[j] in double.
-template <typename T>
-double sum_in_double(const T* a, int64_t count) {
-  double lanes[kLanes] = {};
-  for (int64_t j = 0; j < count; j += kLanes) {
-    for (int64_t l = 0; l < kLanes; ++l) lanes[l] += double(a[j + l]);
-  }
-  double sum = 0;
-  for (int64_t l = 0; l < kLanes; ++l) sum += lanes[l];
-  return sum;
+  return lane_sum(count, [&](int64_t j) { return double(a[j]) * double(b[j]); });
 }
 
 // row[j] = e^(row[j] - max) for j < count, a whole number of float vectors, where
@@ -138,7 +143,7 @@ void softmax_in_place(T* row, int64_t n, int64_t padded_n) {
   for (int64_t j = n; j < padded_n; ++j) row[j] = -std::numeric_limits<T>::infinity();
   const T max = row_max(row, padded_n);
   exp_shifted(row, padded_n, max);
-  const T inverse = T(1.0 / sum_in_double(row, padded_n));
+  const T inverse = T(1.0 / lane_sum(padded_n, [&](int64_t j) { return double(row[j]); }));
   for (int64_t j = 0; j < padded_n; ++j) row[j] *= inverse;
 }
 
@@ -166,26 +171,18 @@ template <typename T>
 void forward_head(const AttentionShape& s, int64_t b, int64_t h, T scale, const T* qkv, T* ctx,
                   T* probs, ForwardScratch<T>& w) {
   const int64_t n = s.tokens, dh = s.head_dim, nt = s.padded_tokens, dp = s.padded_head_dim;
-  for (int64_t t = 0; t < n; ++t) {
-    const T* token = qkv + (b * n + t) * 3 * s.dim + h * dh;
-    for (int64_t d = 0; d < dh; ++d) {
-      w.q[size_t(t * dh + d)] = scale * token[d];
-      w.k_t[size_t(d * nt + t)] = token[s.dim + d];
-      w.v[size_t(t * dp + d)] = token[2 * s.dim + d];
-    }
-  }
+  const T* head = qkv + b * n * 3 * s.dim + h * dh;  // Q of token 0; K at + dim, V at + 2 dim
+  copy_block(head, 3 * s.dim, w.q.data(), dh, n, dh, scale);
+  transpose_block(head + s.dim, 3 * s.dim, w.k_t.data(), nt, n, dh);
+  copy_block(head + 2 * s.dim, 3 * s.dim, w.v.data(), dp, n, dh);
   tile_product<false>(w.q.data(), dh, w.k_t.data(), nt, w.scores.data(), nt, nt, nt, dh);
   for (int64_t i = 0; i < n; ++i) {
     T* row = w.scores.data() + i * nt;
     softmax_in_place(row, n, nt);
-    T* p = probs + ((b * s.heads + h) * n + i) * n;
-    for (int64_t j = 0; j < n; ++j) p[j] = row[j];
+    copy_block(row, nt, probs + ((b * s.heads + h) * n + i) * n, n, 1, n);
   }
   tile_product<false>(w.scores.data(), nt, w.v.data(), dp, w.out.data(), dp, nt, dp, n);
-  for (int64_t i = 0; i < n; ++i) {
-    T* out = ctx + (b * n + i) * s.dim + h * dh;
-    for (int64_t d = 0; d < dh; ++d) out[d] = w.out[size_t(i * dp + d)];
-  }
+  copy_block(w.out.data(), dp, ctx + b * n * s.dim + h * dh, s.dim, n, dh);
 }
 
 // The padded operands of one pair in the backward pass.
@@ -213,10 +210,8 @@ struct BackwardScratch {
 template <typename T>
 void scatter_head_grad(const AttentionShape& s, int64_t b, int64_t h, int64_t part,
                        const std::vector<T>& grad, T* dqkv) {
-  for (int64_t t = 0; t < s.tokens; ++t) {
-    T* token = dqkv + (b * s.tokens + t) * 3 * s.dim + part * s.dim + h * s.head_dim;
-    for (int64_t d = 0; d < s.head_dim; ++d) token[d] = grad[size_t(t * s.padded_head_dim + d)];
-  }
+  copy_block(grad.data(), s.padded_head_dim, dqkv + b * s.tokens * 3 * s.dim + part * s.dim + h * s.head_dim,
+             3 * s.dim, s.tokens, s.head_dim);
 }
 
 // One (batch b, head h) of the backward pass; see attention_backward for the math.
@@ -224,18 +219,12 @@ template <typename T>
 void backward_head(const AttentionShape& s, int64_t b, int64_t h, T scale, const T* dctx,
                    const T* qkv, const T* probs, T* dqkv, BackwardScratch<T>& w) {
   const int64_t n = s.tokens, dh = s.head_dim, nt = s.padded_tokens, dp = s.padded_head_dim;
-  for (int64_t t = 0; t < n; ++t) {
-    const T* token = qkv + (b * n + t) * 3 * s.dim + h * dh;
-    const T* d_token = dctx + (b * n + t) * s.dim + h * dh;
-    for (int64_t d = 0; d < dh; ++d) {
-      w.q[size_t(t * dp + d)] = scale * token[d];
-      w.k[size_t(t * dp + d)] = scale * token[s.dim + d];
-      w.v_t[size_t(d * nt + t)] = token[2 * s.dim + d];
-      w.d_out[size_t(t * dp + d)] = d_token[d];
-    }
-    const T* p = probs + ((b * s.heads + h) * n + t) * n;
-    for (int64_t j = 0; j < n; ++j) w.p[size_t(t * nt + j)] = p[j];
-  }
+  const T* head = qkv + b * n * 3 * s.dim + h * dh;  // Q of token 0; K at + dim, V at + 2 dim
+  copy_block(head, 3 * s.dim, w.q.data(), dp, n, dh, scale);
+  copy_block(head + s.dim, 3 * s.dim, w.k.data(), dp, n, dh, scale);
+  transpose_block(head + 2 * s.dim, 3 * s.dim, w.v_t.data(), nt, n, dh);
+  copy_block(dctx + b * n * s.dim + h * dh, s.dim, w.d_out.data(), dp, n, dh);
+  copy_block(probs + (b * s.heads + h) * n * n, n, w.p.data(), nt, n, n);
   // dP = dO V^T, then dS = P * (dP - rowsum(dP * P)) row by row.
   tile_product<false>(w.d_out.data(), dp, w.v_t.data(), nt, w.ds.data(), nt, nt, nt, dh);
   for (int64_t i = 0; i < n; ++i) {

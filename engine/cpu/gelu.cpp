@@ -54,8 +54,11 @@ cpu::Floats load_padded(const float* p, int64_t count) {
   return v;
 }
 
+// A whole vector is one store; only the tail goes through a variable-length copy (a
+// library call, which would otherwise run, with its register spills, for every vector).
 void store_part(float* p, cpu::Floats v, int64_t count) {
-  std::memcpy(p, &v, size_t(std::min(count, cpu::kFloatLanes)) * sizeof(float));
+  if (count >= cpu::kFloatLanes) return cpu::store_floats(p, v);
+  std::memcpy(p, &v, size_t(count) * sizeof(float));
 }
 
 void forward_kernel(const float* x, int64_t n, float* y) {

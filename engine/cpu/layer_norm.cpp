@@ -1,11 +1,13 @@
-// LayerNorm on the host: per-row mean and biased variance (two passes, sums in double),
-// the affine map, and the backward pass for the input, the weight and the bias.
+// LayerNorm on the host: per-row mean and biased variance (two passes, sums in double in
+// a fixed order, engine/cpu/lane_sums.h), the affine map, and the backward pass for the
+// input, the weight and the bias.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "engine/cpu/check.h"
 #include "engine/cpu/isa.h"
+#include "engine/cpu/lane_sums.h"
 #include "engine/op_checks.h"
 #include "engine/ops.h"
 
@@ -13,24 +15,18 @@ namespace vitune::cpu {
 
 namespace {
 
-// Columns of dweight/dbias that one task of the backward reduction owns.
-constexpr int64_t kColumnBlock = 64;
-
 template <typename T>
 void forward_kernel(const T* x, const T* weight, const T* bias, double eps, int64_t rows,
                     int64_t features, T* y, T* mean_out, T* rstd_out) {
   parallel_for_simd(rows, 16, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const T* xr = x + r * features;
-      double sum = 0;
-      for (int64_t c = 0; c < features; ++c) sum += double(xr[c]);
-      const double mean = sum / double(features);
-      double squares = 0;
-      for (int64_t c = 0; c < features; ++c) {
-        const double centred = double(xr[c]) - mean;
-        squares += centred * centred;
-      }
-      const double var = squares / double(features);
+      const double mean = lane_sum(features, [&](int64_t c) { return double(xr[c]); }) / double(features);
+      const double var = lane_sum(features, [&](int64_t c) {
+                           const double centred = double(xr[c]) - mean;
+                           return centred * centred;
+                         }) /
+                         double(features);
       const T m = T(mean);
       const T rstd = T(1.0 / std::sqrt(var + eps));
       mean_out[r] = m;
@@ -50,12 +46,10 @@ void input_grad_kernel(const T* dy, const T* x, const T* weight, const T* mean, 
       const T* dyr = dy + r * features;
       const T* xr = x + r * features;
       const T m = mean[r], rs = rstd[r];
-      double sum_g = 0, sum_g_xhat = 0;
-      for (int64_t c = 0; c < features; ++c) {
-        const double g = double(dyr[c] * weight[c]);
-        sum_g += g;
-        sum_g_xhat += g * double((xr[c] - m) * rs);
-      }
+      const double sum_g = lane_sum(features, [&](int64_t c) { return double(dyr[c] * weight[c]); });
+      const double sum_g_xhat = lane_sum(features, [&](int64_t c) {
+        return double(dyr[c] * weight[c]) * double((xr[c] - m) * rs);
+      });
       const T mean_g = T(sum_g / double(features));
       const T mean_g_xhat = T(sum_g_xhat / double(features));
       T* dxr = dx + r * features;
@@ -67,35 +61,27 @@ void input_grad_kernel(const T* dy, const T* x, const T* weight, const T* mean, 
   });
 }
 
-// dweight[c] += sum_r dy[r,c] * xhat[r,c] and dbias[c] += sum_r dy[r,c]. Each task owns a
-// block of columns and walks all rows in order, so every column's sum has the same
+// dweight[c] += sum_r dy[r,c] * xhat[r,c] and dbias[c] += sum_r dy[r,c], summed over
+// fixed chunks of rows (cpu::chunked_column_sums), so every column's sum has the same
 // order whatever the thread count. Either output may be null.
 template <typename T>
 void param_grad_kernel(const T* dy, const T* x, const T* mean, const T* rstd, int64_t rows,
                        int64_t features, T* dweight, T* dbias) {
-  const int64_t blocks = (features + kColumnBlock - 1) / kColumnBlock;
-  parallel_for_simd(blocks, 1, [&](int64_t begin, int64_t end) {
-    std::vector<double> sum_w(kColumnBlock), sum_b(kColumnBlock);
-    for (int64_t block = begin; block < end; ++block) {
-      const int64_t c0 = block * kColumnBlock;
-      const int64_t width = std::min(kColumnBlock, features - c0);
-      std::fill(sum_w.begin(), sum_w.end(), 0.0);
-      std::fill(sum_b.begin(), sum_b.end(), 0.0);
-      for (int64_t r = 0; r < rows; ++r) {
-        const T* dyr = dy + r * features + c0;
-        const T* xr = x + r * features + c0;
-        const T m = mean[r], rs = rstd[r];
-        for (int64_t c = 0; c < width; ++c) {
-          sum_w[size_t(c)] += double(dyr[c]) * double((xr[c] - m) * rs);
-          sum_b[size_t(c)] += double(dyr[c]);
-        }
-      }
-      for (int64_t c = 0; c < width; ++c) {
-        if (dweight) dweight[c0 + c] += T(sum_w[size_t(c)]);
-        if (dbias) dbias[c0 + c] += T(sum_b[size_t(c)]);
-      }
+  const std::vector<double> sums = chunked_column_sums(rows, features, 2, [&](int64_t r, double* into) {
+    const T* dyr = dy + r * features;
+    const T* xr = x + r * features;
+    const T m = mean[r], rs = rstd[r];
+    double* sum_w = into;
+    double* sum_b = into + features;
+    for (int64_t c = 0; c < features; ++c) {
+      sum_w[c] += double(dyr[c]) * double((xr[c] - m) * rs);
+      sum_b[c] += double(dyr[c]);
     }
   });
+  for (int64_t c = 0; c < features; ++c) {
+    if (dweight) dweight[c] += T(sums[size_t(c)]);
+    if (dbias) dbias[c] += T(sums[size_t(features + c)]);
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "engine/cpu/check.h"
 #include "engine/cpu/isa.h"
+#include "engine/cpu/lane_sums.h"
 #include "engine/op_checks.h"
 #include "engine/ops.h"
 
@@ -15,12 +16,8 @@ namespace vitune::cpu {
 
 namespace {
 
-// Columns summed together by one task of sum_rows_into: their double partial sums
-// stay in one small buffer while the rows stream past.
-constexpr int64_t kColumnBlock = 64;
-
-// Elements per block of sum_all / sum_squares. Each block is summed in index order;
-// the block sums are then added in block order. Fixed size, so independent of threads.
+// Elements per block of sum_all / sum_squares. Each block is summed by lane_sum; the
+// block sums are then added in block order. Fixed size, so independent of threads.
 constexpr int64_t kSumBlock = 4096;
 
 // Sum over blocks of sum_{i in block} term(v[i]), as described above.
@@ -32,9 +29,7 @@ double blocked_sum(const T* v, int64_t n, Term term) {
     for (int64_t b = begin; b < end; ++b) {
       const int64_t first = b * kSumBlock;
       const int64_t last = std::min(n, first + kSumBlock);
-      double s = 0.0;
-      for (int64_t i = first; i < last; ++i) s += term(double(v[i]));
-      partial[size_t(b)] = s;
+      partial[size_t(b)] = lane_sum(last - first, [&](int64_t i) { return term(double(v[first + i])); });
     }
   });
   double total = 0.0;
@@ -50,25 +45,15 @@ void sum_rows_into(const Tensor& x, Tensor& accumulate) {
   const int64_t cols = op_checks::last_dim_vector(x, accumulate, "accumulate", "sum_rows_into");
   if (cols == 0) return;
   const int64_t rows = x.numel() / cols;
-  const int64_t blocks = (cols + kColumnBlock - 1) / kColumnBlock;
   cpu::dispatch_float(x, "sum_rows_into", [&](auto zero) {
     using T = decltype(zero);
     const T* in = x.kernel_data<T>();
     T* out = accumulate.kernel_data<T>();
-    const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, rows * kColumnBlock));
-    parallel_for_simd(blocks, grain, [&](int64_t begin, int64_t end) {
-      double sums[kColumnBlock];
-      for (int64_t b = begin; b < end; ++b) {
-        const int64_t c0 = b * kColumnBlock;
-        const int64_t width = std::min(kColumnBlock, cols - c0);
-        std::fill(sums, sums + width, 0.0);
-        for (int64_t r = 0; r < rows; ++r) {
-          const T* line = in + r * cols + c0;
-          for (int64_t c = 0; c < width; ++c) sums[c] += double(line[c]);
-        }
-        for (int64_t c = 0; c < width; ++c) out[c0 + c] += T(sums[c]);
-      }
+    const std::vector<double> sums = chunked_column_sums(rows, cols, 1, [&](int64_t r, double* into) {
+      const T* line = in + r * cols;
+      for (int64_t c = 0; c < cols; ++c) into[c] += double(line[c]);
     });
+    for (int64_t c = 0; c < cols; ++c) out[c] += T(sums[size_t(c)]);
   });
 }
 

@@ -1,4 +1,5 @@
-// Tests of the CPU reductions: column sums over rows against a plain double loop, sum
+// Tests of the CPU reductions: column sums over rows against a plain double loop (to
+// the rounding of a different summation order and one rounding to T), sum
 // and sum of squares against index-order double sums, thread-count independence, the
 // finiteness test, and errors on bad arguments.
 #include <gtest/gtest.h>
@@ -27,9 +28,17 @@ void check_sum_rows() {
   Tensor before = acc.clone();
   ops::sum_rows_into(x, acc);
   for (int64_t c = 0; c < cols; ++c) {
-    double s = 0;
-    for (int64_t r = 0; r < rows; ++r) s += double(x.data<T>()[r * cols + c]);
-    ASSERT_EQ(acc.data<T>()[c], T(before.data<T>()[c] + T(s))) << "column " << c;
+    double s = 0, magnitude = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      s += double(x.data<T>()[r * cols + c]);
+      magnitude += std::fabs(double(x.data<T>()[r * cols + c]));
+    }
+    // The kernel sums in double in another order (row chunks): either sum is within
+    // rows * DBL_EPSILON * sum |x| of the exact one; then one rounding to T.
+    const double expected = double(before.data<T>()[c]) + s;
+    const double tolerance = double(rows) * std::numeric_limits<double>::epsilon() * magnitude +
+                             2 * double(std::numeric_limits<T>::epsilon()) * std::fabs(expected);
+    ASSERT_NEAR(double(acc.data<T>()[c]), expected, tolerance) << "column " << c;
   }
 }
 
