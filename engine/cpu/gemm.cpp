@@ -8,6 +8,7 @@
 #include <string>
 #include <type_traits>
 
+#include "engine/cpu/bf16gemm_amx.h"
 #include "engine/cpu/bf16gemm_avx512.h"
 #include "engine/cpu/blas.h"
 #include "engine/cpu/check.h"
@@ -37,6 +38,7 @@ std::string gemm_kernel_name() {
 bool bf16_gemm_on_hardware() { return cpu_isa() >= Isa::Avx512Bf16; }
 
 std::string gemm_bf16_kernel_name() {
+  if (cpu_isa() >= Isa::Amx) return "vitune AMX BF16";
   return bf16_gemm_on_hardware() ? "vitune AVX-512 BF16" : "emulated (bf16-rounded operands, " + gemm_kernel_name() + ")";
 }
 
@@ -162,22 +164,35 @@ void gemm_batched(bool trans_a, bool trans_b, double alpha, const Tensor& a, con
   });
 }
 
-// bf16 autocast's products: the AVX-512 BF16 kernel where the CPU has it, else the exact
-// emulation (operands rounded by round_to_bf16, then the fp32 kernel). Both multiply the
-// same bf16 values and accumulate in fp32; they differ in the order of the fp32 sums.
+namespace {
+
+// The hardware bf16 kernel of this CPU's level: AMX tiles, else AVX-512 BF16.
+void bf16_kernel(bool trans_a, bool trans_b, const GemmShape& s, float alpha, const float* a, const float* b,
+                 float beta, float* c) {
+#if VITUNE_X86_LEVELS
+  const int64_t lda = trans_a ? s.m : s.k, ldb = trans_b ? s.k : s.n;
+  if (cpu_isa() >= Isa::Amx) return bf16gemm_amx(trans_a, trans_b, s.m, s.n, s.k, alpha, a, lda, b, ldb, beta, c, s.n);
+  bf16gemm_avx512(trans_a, trans_b, s.m, s.n, s.k, alpha, a, lda, b, ldb, beta, c, s.n);
+#endif
+}
+
+}  // namespace
+
+// bf16 autocast's products: the AMX or AVX-512 BF16 kernel where the CPU's level has it,
+// else the exact emulation (operands rounded by round_to_bf16, then the fp32 kernel). All
+// multiply the same bf16 values and accumulate in fp32; they differ in the order of the
+// fp32 sums.
 void gemm_bf16(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
                Tensor& c) {
   if (!bf16_gemm_on_hardware()) {
     gemm(trans_a, trans_b, alpha, round_to_bf16(a), round_to_bf16(b), beta, c);
     return;
   }
-#if VITUNE_X86_LEVELS
   VITUNE_CHECK(a.dtype() == DType::F32, "gemm_bf16: expected f32 operands, got ", a.str());
   const GemmShape s = gemm_shape(trans_a, trans_b, a, b, c, "gemm_bf16");
   count_flops(2 * s.m * s.n * s.k);
-  bf16gemm_avx512(trans_a, trans_b, s.m, s.n, s.k, float(alpha), a.kernel_data<float>(), trans_a ? s.m : s.k,
-                  b.kernel_data<float>(), trans_b ? s.k : s.n, float(beta), c.kernel_data<float>(), s.n);
-#endif
+  bf16_kernel(trans_a, trans_b, s, float(alpha), a.kernel_data<float>(), b.kernel_data<float>(), float(beta),
+              c.kernel_data<float>());
 }
 
 void gemm_batched_bf16(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b,
@@ -186,7 +201,6 @@ void gemm_batched_bf16(bool trans_a, bool trans_b, double alpha, const Tensor& a
     gemm_batched(trans_a, trans_b, alpha, round_to_bf16(a), round_to_bf16(b), beta, c);
     return;
   }
-#if VITUNE_X86_LEVELS
   const char* op = "gemm_batched_bf16";
   VITUNE_CHECK(a.dtype() == DType::F32, op, ": expected f32 operands, got ", a.str());
   const int64_t stack = op_checks::gemm_stack_size(a, b, c, op);
@@ -199,11 +213,10 @@ void gemm_batched_bf16(bool trans_a, bool trans_b, double alpha, const Tensor& a
   // One product per stack item, each computed whole by one thread.
   parallel_for(stack, 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      bf16gemm_avx512(trans_a, trans_b, s.m, s.n, s.k, float(alpha), pa + i * s.m * s.k, trans_a ? s.m : s.k,
-                      pb + i * s.k * s.n, trans_b ? s.k : s.n, float(beta), pc + i * s.m * s.n, s.n);
+      bf16_kernel(trans_a, trans_b, s, float(alpha), pa + i * s.m * s.k, pb + i * s.k * s.n, float(beta),
+                  pc + i * s.m * s.n);
     }
   });
-#endif
 }
 
 }  // namespace vitune::cpu

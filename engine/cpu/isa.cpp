@@ -1,9 +1,14 @@
 // The run-time choice of isa.h: CPUID (through the compiler's __builtin_cpu_supports,
-// which also checks that the OS saves the wide registers), lowered by VITUNE_CPU_ISA;
-// the opt-in level avx512bf16 only where VITUNE_CPU_ISA asks for it.
+// which also checks that the OS saves the wide registers; for AMX, Linux's permission
+// for the tile state), lowered by VITUNE_CPU_ISA; the opt-in level avx512bf16 only where
+// VITUNE_CPU_ISA asks for it.
 #include "engine/cpu/isa.h"
 
 #include <cstdlib>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #include <string>
 
 #include "engine/error.h"
@@ -12,9 +17,23 @@ namespace vitune::cpu {
 
 namespace {
 
-constexpr Isa kLevels[] = {Isa::Portable, Isa::Avx2, Isa::Avx512, Isa::Avx512Bf16};
-// The highest level chosen without VITUNE_CPU_ISA (see isa.h on Avx512Bf16).
-constexpr Isa kDefaultCeiling = Isa::Avx512;
+constexpr Isa kLevels[] = {Isa::Portable, Isa::Avx2, Isa::Avx512, Isa::Avx512Bf16, Isa::Amx};
+
+// Whether Linux lets this process use the AMX tile data (about 8 KiB more state per
+// thread, which the kernel saves only once it is asked to: arch_prctl
+// ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, Documentation/arch/x86/xstate.rst). The
+// request covers every thread of the process.
+#if VITUNE_X86_LEVELS
+bool amx_permitted() {
+#if defined(__linux__)
+  constexpr long kRequestPermission = 0x1023;  // ARCH_REQ_XCOMP_PERM
+  constexpr long kTileData = 18;               // XFEATURE_XTILEDATA
+  return ::syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
+#else
+  return false;
+#endif
+}
+#endif
 
 bool supported(Isa isa) {
 #if VITUNE_X86_LEVELS
@@ -30,6 +49,9 @@ bool supported(Isa isa) {
              __builtin_cpu_supports("avx512vl");
     case Isa::Avx512Bf16:
       return supported(Isa::Avx512) && __builtin_cpu_supports("avx512bf16");
+    case Isa::Amx:
+      return supported(Isa::Avx512Bf16) && __builtin_cpu_supports("amx-tile") &&
+             __builtin_cpu_supports("amx-bf16") && amx_permitted();
   }
   return false;
 #else
@@ -39,11 +61,11 @@ bool supported(Isa isa) {
 
 Isa requested_isa(Isa best) {
   const char* env = std::getenv("VITUNE_CPU_ISA");
-  if (env == nullptr || *env == '\0') return best < kDefaultCeiling ? best : kDefaultCeiling;
+  if (env == nullptr || *env == '\0') return best == Isa::Avx512Bf16 ? Isa::Avx512 : best;  // see isa.h
   for (Isa level : kLevels) {
     if (std::string(env) == isa_name(level)) return level < best ? level : best;
   }
-  throw Error(cat("VITUNE_CPU_ISA=", env, ": expected portable, avx2, avx512 or avx512bf16"));
+  throw Error(cat("VITUNE_CPU_ISA=", env, ": expected portable, avx2, avx512, avx512bf16 or amx"));
 }
 
 }  // namespace
@@ -58,6 +80,8 @@ const char* isa_name(Isa isa) {
       return "avx512";
     case Isa::Avx512Bf16:
       return "avx512bf16";
+    case Isa::Amx:
+      return "amx";
   }
   return "unknown";
 }

@@ -6,9 +6,9 @@
 //   - a loop body given to parallel_for_simd is compiled once per level, inlined whole
 //     (`flatten`) into a function carrying that level's target attribute, so the compiler
 //     vectorises it for that level; the level is picked per chunk from cpu_isa();
-//   - a kernel written with intrinsics (sgemm_avx512.cpp, bf16gemm_avx512.cpp) carries its
-//     level's VITUNE_TARGET_ attribute and is chosen where its op picks a kernel
-//     (`cpu_isa() >= Isa::Avx512`, `>= Isa::Avx512Bf16`).
+//   - a kernel written with intrinsics (sgemm_avx512.cpp, bf16gemm_avx512.cpp,
+//     bf16gemm_amx.cpp) carries its level's VITUNE_TARGET_ attribute and is chosen where
+//     its op picks a kernel (`cpu_isa() >= Isa::Avx512`, `>= Isa::Avx512Bf16`, `>= Isa::Amx`).
 //
 // Per-file -m flags are not used on purpose: an inline function from a header (a
 // std::vector member, a template) compiled in such a file is an ordinary weak symbol,
@@ -23,9 +23,14 @@
 // the time of the emulation (operands rounded to bf16, then the fp32 kernel); it is
 // expected to pay only where the instruction runs at twice the fp32 rate.
 //
-// VITUNE_CPU_ISA=portable|avx2|avx512|avx512bf16 sets the level (never above what the CPU
-// has; unset: the CPU's best up to avx512), to test every variant on one machine and to
-// compare them; levels differ in the last bits (fused multiply-adds), while one level
+// Amx is Avx512Bf16 with AMX-TILE and AMX-BF16 (Intel's tile matrix unit, TDPBF16PS on
+// 16 x 32 bf16 tiles), where Linux also grants the process the tile state: the bf16 GEMM
+// of autocast runs on tiles (bf16gemm_amx.cpp), at many times the fp32 rate. It is
+// chosen by default where the CPU has it; VITUNE_CPU_ISA=avx512 keeps the emulation.
+//
+// VITUNE_CPU_ISA=portable|avx2|avx512|avx512bf16|amx sets the level (never above what the
+// CPU has; unset: the CPU's best, where avx512bf16 counts as avx512), to test every
+// variant on one machine and to compare them; levels differ in the last bits (fused multiply-adds), while one level
 // gives the same bits for any thread count.
 //
 // Adding a level: append it to
@@ -42,14 +47,14 @@
 
 namespace vitune::cpu {
 
-enum class Isa { Portable, Avx2, Avx512, Avx512Bf16 };
+enum class Isa { Portable, Avx2, Avx512, Avx512Bf16, Amx };
 
 // The level the kernels run at: the best this CPU supports, lowered by VITUNE_CPU_ISA.
 // Decided at the first call; an unknown VITUNE_CPU_ISA is an error naming the values.
 Isa cpu_isa();
 // The best level this CPU and OS support, whatever VITUNE_CPU_ISA says.
 Isa detected_isa();
-// "portable", "avx2", "avx512", "avx512bf16" (the names VITUNE_CPU_ISA takes).
+// "portable", "avx2", "avx512", "avx512bf16", "amx" (the names VITUNE_CPU_ISA takes).
 const char* isa_name(Isa isa);
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -61,6 +66,9 @@ const char* isa_name(Isa isa);
 #define VITUNE_TARGET_AVX512_BF16                                                                            \
   __attribute__((target("avx512bf16,avx512f,avx512bw,avx512cd,avx512dq,avx512vl,avx2,fma,bmi,bmi2,f16c,lzcnt," \
                         "popcnt,movbe")))
+#define VITUNE_TARGET_AMX                                                                                       \
+  __attribute__((target("amx-tile,amx-bf16,avx512bf16,avx512f,avx512bw,avx512cd,avx512dq,avx512vl,avx2,fma,bmi," \
+                        "bmi2,f16c,lzcnt,popcnt,movbe")))
 #define VITUNE_X86_LEVELS 1
 #else
 #define VITUNE_X86_LEVELS 0
@@ -91,6 +99,7 @@ template <typename Body>
 void run_at_isa(Isa isa, const Body& body) {
 #if VITUNE_X86_LEVELS
   switch (isa) {
+    case Isa::Amx:
     case Isa::Avx512Bf16:
     case Isa::Avx512:
       return isa_detail::run_avx512(body);

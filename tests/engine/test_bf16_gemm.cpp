@@ -1,5 +1,6 @@
-// The bf16 GEMM under autocast on the CPU: vitune's AVX-512 BF16 kernel where the CPU has
-// AVX512_BF16 (engine/cpu/bf16gemm_avx512.h), else the exact emulation. On operands whose
+// The bf16 GEMM under autocast on the CPU: vitune's AMX kernel (engine/cpu/bf16gemm_amx.h)
+// at the amx level, its AVX-512 BF16 kernel (engine/cpu/bf16gemm_avx512.h) at the opt-in
+// avx512bf16 level, else the exact emulation. On operands whose
 // bf16 values are integers (reached through round-to-nearest-even ties) every fp32 sum is
 // exact, so either path must give the exact product bit for bit: this holds the kernel's
 // rounding, pairing along k (odd k, blocks of K), tiles and transposes to the emulation's.
@@ -18,6 +19,7 @@
 #include "engine/parallel.h"
 #include "test_util.h"
 #if VITUNE_X86_LEVELS
+#include "engine/cpu/bf16gemm_amx.h"
 #include "engine/cpu/bf16gemm_avx512.h"
 #endif
 
@@ -103,7 +105,14 @@ TEST(Bf16Gemm, IntegerValuedBatchedProductsAreExactOnEveryPath) {
 
 TEST(Bf16Gemm, HardwareKernelWhereTheCpuHasItElseTheEmulation) {
   EXPECT_EQ(cpu::bf16_gemm_on_hardware(), cpu::cpu_isa() >= cpu::Isa::Avx512Bf16);
-  EXPECT_EQ(cpu::gemm_bf16_kernel_name() == "vitune AVX-512 BF16", cpu::bf16_gemm_on_hardware());
+  const std::string name = cpu::gemm_bf16_kernel_name();
+  if (cpu::cpu_isa() >= cpu::Isa::Amx) {
+    EXPECT_EQ(name, "vitune AMX BF16");
+  } else if (cpu::bf16_gemm_on_hardware()) {
+    EXPECT_EQ(name, "vitune AVX-512 BF16");
+  } else {
+    EXPECT_EQ(name.rfind("emulated", 0), 0u) << name;
+  }
 }
 
 // Random N(0, 1) operands, k = 1100 (three blocks of K). Both paths sum the same exact
@@ -114,9 +123,10 @@ TEST(Bf16Gemm, HardwareKernelWhereTheCpuHasItElseTheEmulation) {
 // (asserted: the plain fp32 product is far from both).
 TEST(Bf16Gemm, HardwareKernelDiffersFromTheEmulationOnlyBySummationOrder) {
   if (!cpu::bf16_gemm_on_hardware()) {
-    GTEST_SKIP() << "the AVX-512 BF16 kernel is opt-in and off here (it runs with VITUNE_CPU_ISA=avx512bf16 on a "
-                    "CPU with AVX512_BF16, as ctest's bf16_gemm_at_avx512bf16 does): the emulation runs, checked "
-                    "by Bf16Autocast.*";
+    GTEST_SKIP() << "no bf16 kernel runs at this level (" << cpu::isa_name(cpu::cpu_isa())
+                 << "): the AMX kernel needs a CPU with AMX-BF16, the AVX-512 BF16 one is opt-in "
+                    "(VITUNE_CPU_ISA=avx512bf16, as ctest's bf16_gemm_at_avx512bf16 runs it); the emulation "
+                    "runs, checked by Bf16Autocast.*";
   }
   const int64_t m = 150, n = 70, k = 1100;
   for (bool ta : {false, true}) {
@@ -140,13 +150,13 @@ TEST(Bf16Gemm, HardwareKernelDiffersFromTheEmulationOnlyBySummationOrder) {
 }
 
 #if VITUNE_X86_LEVELS
-// The kernel itself on strided operands (rows padded with NaN, which a read would spread),
+using Bf16Kernel = void (*)(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
+                            int64_t, float, float*, int64_t);
+
+// A kernel itself on strided operands (rows padded with NaN, which a read would spread),
 // integer-valued as above so that the result is exact: 1 to 4 threads give the same bits,
 // and the padding of C is never written.
-TEST(Bf16Gemm, KernelOnPaddedOperandsIsExactAndTheSameForAnyThreadCount) {
-  if (cpu::detected_isa() < cpu::Isa::Avx512Bf16) {
-    GTEST_SKIP() << "the CPU lacks AVX512_BF16: the kernel can never run here";
-  }
+void check_kernel_on_padded_operands(Bf16Kernel kernel) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const int before = num_threads();
   for (const auto& mnk : kShapes) {
@@ -166,7 +176,7 @@ TEST(Bf16Gemm, KernelOnPaddedOperandsIsExactAndTheSameForAnyThreadCount) {
         for (int threads : {1, 2, 3, 4}) {
           set_num_threads(threads);
           std::vector<float> pc(m * ldc, nan);
-          cpu::bf16gemm_avx512(ta, tb, m, n, k, 1.0f, pa.data(), lda, pb.data(), ldb, 0.0f, pc.data(), ldc);
+          kernel(ta, tb, m, n, k, 1.0f, pa.data(), lda, pb.data(), ldb, 0.0f, pc.data(), ldc);
           for (int64_t r = 0; r < m; ++r) {
             for (int64_t j = n; j < ldc; ++j) ASSERT_TRUE(std::isnan(pc[r * ldc + j])) << where << ": padding of C written";
           }
@@ -186,6 +196,21 @@ TEST(Bf16Gemm, KernelOnPaddedOperandsIsExactAndTheSameForAnyThreadCount) {
     }
   }
   set_num_threads(before);
+}
+
+TEST(Bf16Gemm, KernelOnPaddedOperandsIsExactAndTheSameForAnyThreadCount) {
+  if (cpu::detected_isa() < cpu::Isa::Avx512Bf16) {
+    GTEST_SKIP() << "the CPU lacks AVX512_BF16: the kernel can never run here";
+  }
+  check_kernel_on_padded_operands(cpu::bf16gemm_avx512);
+}
+
+TEST(Bf16Gemm, AmxKernelOnPaddedOperandsIsExactAndTheSameForAnyThreadCount) {
+  if (cpu::detected_isa() < cpu::Isa::Amx) {
+    GTEST_SKIP() << "the CPU lacks AMX-BF16 (or Linux refused this process the tile state): the AMX kernel can "
+                    "never run here";
+  }
+  check_kernel_on_padded_operands(cpu::bf16gemm_amx);
 }
 #endif
 

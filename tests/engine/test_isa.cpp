@@ -1,8 +1,9 @@
 // The run-time choice of the CPU kernels' instruction-set level (engine/cpu/isa.h): the
-// level is never above what the CPU supports, avx512bf16 only when asked for,
-// VITUNE_CPU_ISA sets it (ctest runs the engine tests at `portable` and `avx2` through it), the GEMM kernel follows it, and a
-// loop compiled for every level gives the same bits as the plain loop where no fused
-// multiply-add can change them.
+// level is never above what the CPU supports, avx512bf16 only when asked for (amx,
+// above it, by default), VITUNE_CPU_ISA sets it (ctest runs the engine tests at
+// `portable` and `avx2` through it), the GEMM kernel follows it, and a loop compiled
+// for every level gives the same bits as the plain loop where no fused multiply-add can
+// change them.
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -20,20 +21,23 @@ TEST(CpuIsa, NeverAboveTheDetectedLevel) {
   EXPECT_EQ(std::string(cpu::isa_name(cpu::Isa::Avx2)), "avx2");
   EXPECT_EQ(std::string(cpu::isa_name(cpu::Isa::Avx512)), "avx512");
   EXPECT_EQ(std::string(cpu::isa_name(cpu::Isa::Avx512Bf16)), "avx512bf16");
+  EXPECT_EQ(std::string(cpu::isa_name(cpu::Isa::Amx)), "amx");
 }
 
 TEST(CpuIsa, FollowsTheRequestedLevelAndTheGemmKernelFollowsIt) {
   const char* requested = std::getenv("VITUNE_CPU_ISA");
   if (requested != nullptr && *requested != '\0') {
     cpu::Isa expected = cpu::Isa::Portable;
-    for (cpu::Isa level : {cpu::Isa::Portable, cpu::Isa::Avx2, cpu::Isa::Avx512, cpu::Isa::Avx512Bf16}) {
+    for (cpu::Isa level :
+         {cpu::Isa::Portable, cpu::Isa::Avx2, cpu::Isa::Avx512, cpu::Isa::Avx512Bf16, cpu::Isa::Amx}) {
       if (std::string(requested) == cpu::isa_name(level)) expected = level;
     }
     if (expected > cpu::detected_isa()) expected = cpu::detected_isa();
     EXPECT_EQ(cpu::cpu_isa(), expected) << "VITUNE_CPU_ISA=" << requested;
   } else {
-    // Unset: the CPU's best level, but never the opt-in avx512bf16.
-    const cpu::Isa expected = cpu::detected_isa() < cpu::Isa::Avx512 ? cpu::detected_isa() : cpu::Isa::Avx512;
+    // Unset: the CPU's best level, but never the opt-in avx512bf16 (amx is above it).
+    const cpu::Isa expected =
+        cpu::detected_isa() == cpu::Isa::Avx512Bf16 ? cpu::Isa::Avx512 : cpu::detected_isa();
     EXPECT_EQ(cpu::cpu_isa(), expected);
   }
   const char* forced_gemm = std::getenv("VITUNE_GEMM");
