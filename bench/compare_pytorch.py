@@ -5,6 +5,9 @@ For each config and mode it runs vitune's `vit_step` program and a plain-PyTorch
 of the same shapes with the same batch, steps, warmup and thread count, and prints
 images per second and the ratio vitune / PyTorch. Modes: `forward` (no autograd) and
 `train` (forward + cross-entropy + backward + SGD momentum 0.9 step + zero_grad).
+`--bf16` runs both under bf16 autocast: vitune's `--bf16` (bf16 GEMM operands, fp32
+accumulation, everything else fp32) against `torch.autocast("cpu", dtype=torch.bfloat16)`
+(oneDNN's bf16 matrix products, which also keeps the linear layers' outputs in bf16).
 
 Fairness:
   * Both use `--threads` threads: vitune through VITUNE_NUM_THREADS (and --threads),
@@ -54,6 +57,8 @@ def parse_args():
     parser.add_argument("--warmup", type=int, help="untimed steps first, for every config "
                         "(default: fmnist 3, vit-b16 1)")
     parser.add_argument("--threads", type=int, default=2, help="threads for both (default 2)")
+    parser.add_argument("--bf16", action="store_true",
+                        help="run both under bf16 autocast (vitune --bf16, torch.autocast bfloat16)")
     parser.add_argument("--vitune-bin", default=DEFAULT_VITUNE_BIN,
                         help="the vit_step program (default: build/bench/vit_step in the repo)")
     parser.add_argument("--json-out", help="also write the results to this JSON file")
@@ -82,10 +87,10 @@ def split_choices(parser, flag, text, valid):
     return chosen
 
 
-def run_vitune(binary, cfg, mode, steps, warmup, threads):
+def run_vitune(binary, cfg, mode, steps, warmup, threads, bf16):
     """Runs vit_step once and returns its JSON line as a dict."""
     command = [binary, "--mode", mode, "--steps", str(steps), "--warmup", str(warmup),
-               "--threads", str(threads)]
+               "--threads", str(threads)] + (["--bf16"] if bf16 else [])
     for flag in ("img", "patch", "chans", "dim", "depth", "heads", "classes", "batch"):
         command += ["--" + flag, str(cfg[flag])]
     env = dict(os.environ, VITUNE_NUM_THREADS=str(threads))
@@ -163,7 +168,7 @@ def torch_vit_class(torch):
     return VisionTransformer, has_sdpa
 
 
-def run_torch(torch, vit_class, cfg, mode, steps, warmup):
+def run_torch(torch, vit_class, cfg, mode, steps, warmup, bf16):
     """Times PyTorch steps of one config and mode; returns images/s and ms/step."""
     F = torch.nn.functional
     torch.manual_seed(0)
@@ -172,12 +177,16 @@ def run_torch(torch, vit_class, cfg, mode, steps, warmup):
     labels = torch.randint(0, cfg["classes"], (cfg["batch"],))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
+    def forward():
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            return model(images)
+
     def step():
         if mode == "forward":
             with torch.no_grad():
-                model(images)
+                forward()
             return
-        loss = F.cross_entropy(model(images), labels)
+        loss = F.cross_entropy(forward().float(), labels)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -237,14 +246,17 @@ def main():
         for mode in args.modes:
             print("running %s %s: batch %d, %d steps after %d warmup ..."
                   % (name, mode, cfg["batch"], steps, warmup), file=sys.stderr, flush=True)
-            vitune = run_vitune(args.vitune_bin, cfg, mode, steps, warmup, args.threads)
-            measured = run_torch(torch, vit_class, cfg, mode, steps, warmup) if torch else None
+            vitune = run_vitune(args.vitune_bin, cfg, mode, steps, warmup, args.threads, args.bf16)
+            measured = run_torch(torch, vit_class, cfg, mode, steps, warmup, args.bf16) if torch else None
             rows.append({"config": name, "mode": mode, "batch": cfg["batch"], "steps": steps,
                          "warmup": warmup, "vitune": vitune, "torch": measured})
 
     print_table(rows, torch_missing)
     kernels = sorted({row["vitune"]["gemm_kernel"] for row in rows})
     print("vitune fp32 GEMM: %s" % ", ".join(kernels))
+    if args.bf16:
+        print("bf16 autocast on both; vitune bf16 GEMM: %s"
+              % ", ".join(sorted({row["vitune"]["gemm_bf16_kernel"] for row in rows})))
     cores = sorted({row["vitune"]["blas_core"] for row in rows})
     print("\nthreads: %d each" % args.threads)
     print("OpenBLAS kernel (f64, and PyTorch): %s" % ", ".join(cores))
@@ -261,7 +273,7 @@ def main():
         print("vitune peak memory, %s %s: %.1f MiB" % (row["config"], row["mode"], peak / 2 ** 20))
 
     if args.json_out:
-        result = {"threads": args.threads, "openblas_coretype": coretype,
+        result = {"threads": args.threads, "bf16": args.bf16, "openblas_coretype": coretype,
                   "torch_version": torch.__version__ if torch else None, "results": rows}
         temporary = args.json_out + ".tmp"
         with open(temporary, "w") as out:
