@@ -25,7 +25,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "engine/cpu/bf16_bits.h"
@@ -59,11 +58,11 @@ void pair_a(bool trans_a, const float* a, int64_t lda, int64_t m, int64_t k, con
       run_at_isa(Isa::Avx512, [&] {
         for (int64_t i = begin; i < end; ++i) {
           uint32_t* out = to.a + i * to.pairs;
-          const float* row = a + i * lda;
-          const int64_t full = i < m ? k / 2 : 0;
+          const float* row = i < m ? a + i * lda : nullptr;
+          const int64_t full = row ? k / 2 : 0;
           for (int64_t p = 0; p < full; ++p) out[p] = bf16_pair(row[2 * p], row[2 * p + 1]);
           int64_t p = full;
-          if (i < m && k % 2 == 1) out[p++] = bf16_pair(row[k - 1], 0.0f);
+          if (row && k % 2 == 1) out[p++] = bf16_pair(row[k - 1], 0.0f);
           for (; p < to.pairs; ++p) out[p] = 0u;
         }
       });
@@ -76,9 +75,9 @@ void pair_a(bool trans_a, const float* a, int64_t lda, int64_t m, int64_t k, con
       for (int64_t p = begin; p < end; ++p) {
         uint32_t* column = to.a + p;  // word (i, p) at column[i * to.pairs]
         const int64_t filled = 2 * p < k ? m : 0;
-        const float* low = a + 2 * p * lda;
+        const float* low = filled > 0 ? a + 2 * p * lda : nullptr;
         if (2 * p + 1 < k) {
-          const float* high = low + lda;
+          const float* high = a + (2 * p + 1) * lda;
           for (int64_t i = 0; i < filled; ++i) column[i * to.pairs] = bf16_pair(low[i], high[i]);
         } else {
           for (int64_t i = 0; i < filled; ++i) column[i * to.pairs] = bf16_pair(low[i], 0.0f);
@@ -95,13 +94,12 @@ void pair_b(bool trans_b, const float* b, int64_t ldb, int64_t n, int64_t k, con
     parallel_for(to.pairs, 16, [&](int64_t begin, int64_t end) {
       run_at_isa(Isa::Avx512, [&] {
         for (int64_t p = begin; p < end; ++p) {
-          const float* low = b + 2 * p * ldb;
-          const float* high = low + ldb;
-          const bool whole = 2 * p + 1 < k;
+          const float* low = 2 * p < k ? b + 2 * p * ldb : nullptr;
+          const float* high = 2 * p + 1 < k ? b + (2 * p + 1) * ldb : nullptr;
           for (int64_t j0 = 0; j0 < to.cols; j0 += kBlock) {
             uint32_t* out = to.b + to.b_index(p, j0);
-            const int64_t valid = 2 * p < k ? std::clamp<int64_t>(n - j0, 0, kBlock) : 0;
-            if (whole) {
+            const int64_t valid = low ? std::clamp<int64_t>(n - j0, 0, kBlock) : 0;
+            if (high) {
               for (int64_t q = 0; q < valid; ++q) out[q] = bf16_pair(low[j0 + q], high[j0 + q]);
             } else {
               for (int64_t q = 0; q < valid; ++q) out[q] = bf16_pair(low[j0 + q], 0.0f);
@@ -118,11 +116,11 @@ void pair_b(bool trans_b, const float* b, int64_t ldb, int64_t n, int64_t k, con
     run_at_isa(Isa::Avx512, [&] {
       for (int64_t j = begin; j < end; ++j) {
         uint32_t* column = to.b + to.b_index(0, j);  // word (p, j) at column[p * kBlock]
-        const float* row = b + j * ldb;
-        const int64_t full = j < n ? k / 2 : 0;
+        const float* row = j < n ? b + j * ldb : nullptr;
+        const int64_t full = row ? k / 2 : 0;
         for (int64_t p = 0; p < full; ++p) column[p * kBlock] = bf16_pair(row[2 * p], row[2 * p + 1]);
         int64_t p = full;
-        if (j < n && k % 2 == 1) column[kBlock * p++] = bf16_pair(row[k - 1], 0.0f);
+        if (row && k % 2 == 1) column[kBlock * p++] = bf16_pair(row[k - 1], 0.0f);
         for (; p < to.pairs; ++p) column[p * kBlock] = 0u;
       }
     });
@@ -186,7 +184,8 @@ VITUNE_TARGET_AMX void multiply_block(const PairedOperands& x, int64_t i0, int64
 
 // C = alpha block + beta C on the part of the block inside C (C unread when beta is 0),
 // as the fp32 kernel's store: alpha * acc, then + beta * C by a fused multiply-add.
-VITUNE_TARGET_AMX void combine_block(const float* block, int64_t rows, int64_t cols, float alpha, float beta, float* c, int64_t ldc) {
+VITUNE_TARGET_AMX void combine_block(const float* block, int64_t rows, int64_t cols, float alpha, float beta,
+                                     float* c, int64_t ldc) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* acc = block + r * kBlock;
     float* out = c + r * ldc;
@@ -205,9 +204,11 @@ void bf16gemm_amx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, f
   if (m == 0 || n == 0) return;
   PairedOperands x{round_up(m, kBlock), round_up(n, kBlock), round_up(std::max<int64_t>((k + 1) / 2, 1), kTile),
                    nullptr, nullptr};
+  // Scratch kept per thread and only ever grown (every word is written before it is
+  // read, so a smaller product leaves the rest alone).
   static thread_local std::vector<uint32_t> a_buffer, b_buffer;
-  a_buffer.resize(size_t(x.rows * x.pairs));
-  b_buffer.resize(size_t(x.cols * x.pairs));
+  if (a_buffer.size() < size_t(x.rows * x.pairs)) a_buffer.resize(size_t(x.rows * x.pairs));
+  if (b_buffer.size() < size_t(x.cols * x.pairs)) b_buffer.resize(size_t(x.cols * x.pairs));
   x.a = a_buffer.data();
   x.b = b_buffer.data();
   pair_a(trans_a, a, lda, m, k, x);
