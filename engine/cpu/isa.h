@@ -8,7 +8,8 @@
 //     vectorises it for that level; the level is picked per chunk from cpu_isa();
 //   - a kernel written with intrinsics (sgemm_avx512.cpp, bf16gemm_avx512.cpp,
 //     bf16gemm_amx.cpp) carries its level's VITUNE_TARGET_ attribute and is chosen where
-//     its op picks a kernel (`cpu_isa() >= Isa::Avx512`, `>= Isa::Avx512Bf16`, `>= Isa::Amx`).
+//     its op picks a kernel (`cpu_isa() >= Isa::Avx512`, `>= Isa::Avx512Bf16`,
+//     `>= Isa::Amx`).
 //
 // Per-file -m flags are not used on purpose: an inline function from a header (a
 // std::vector member, a template) compiled in such a file is an ordinary weak symbol,
@@ -25,13 +26,15 @@
 //
 // Amx is Avx512Bf16 with AMX-TILE and AMX-BF16 (Intel's tile matrix unit, TDPBF16PS on
 // 16 x 32 bf16 tiles), where Linux also grants the process the tile state: the bf16 GEMM
-// of autocast runs on tiles (bf16gemm_amx.cpp), at many times the fp32 rate. It is
-// chosen by default where the CPU has it; VITUNE_CPU_ISA=avx512 keeps the emulation.
+// of autocast runs on tiles (bf16gemm_amx.cpp), 3.3x the fp32 kernel on the ViT-B/16
+// products of bench/README. It is chosen by default where the CPU has it;
+// VITUNE_CPU_ISA=avx512 keeps the emulation.
 //
 // VITUNE_CPU_ISA=portable|avx2|avx512|avx512bf16|amx sets the level (never above what the
 // CPU has; unset: the CPU's best, where avx512bf16 counts as avx512), to test every
-// variant on one machine and to compare them; levels differ in the last bits (fused multiply-adds), while one level
-// gives the same bits for any thread count.
+// variant on one machine and to compare them; levels differ in the last bits (fused
+// multiply-adds, sums in another order), while one level gives the same bits for any
+// thread count.
 //
 // Adding a level: append it to
 // `Isa` (each level includes the ones before it), give it a name and a CPUID test in
