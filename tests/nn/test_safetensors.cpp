@@ -207,10 +207,11 @@ TEST(SafetensorsValidation, Rule2HeaderLengthAboveLimit) {
 }
 
 TEST(SafetensorsValidation, TorchPicklesAreNamedWithHowToConvertThem) {
-  // torch.save since PyTorch 1.6: a zip archive; before: pickle protocol 2 (0x80 0x02).
+  // torch.save since PyTorch 1.6: a zip archive; before: pickle protocol 2 (0x80 0x02),
+  // whose first 15 bytes are the opcode, the magic number as a 10-byte LONG1, and STOP.
   expect_read_error("torch_zip", std::string("PK\x03\x04\x00\x00\x08\x00archive/data.pkl", 24),
                     {"PyTorch pickle (torch.save zip archive", "st.save_file(", "torch.load("});
-  expect_read_error("torch_legacy", std::string("\x80\x02\x8a\x0al\xfc\x9c" "F\xf9 j\xa8P\x19.", 17),
+  expect_read_error("torch_legacy", std::string("\x80\x02\x8a\x0al\xfc\x9c" "F\xf9 j\xa8P\x19.", 15),
                     {"PyTorch pickle (torch.save legacy pickle", "not safetensors"});
 }
 
