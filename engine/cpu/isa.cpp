@@ -4,6 +4,10 @@
 // VITUNE_CPU_ISA asks for it.
 #include "engine/cpu/isa.h"
 
+#if VITUNE_X86_LEVELS
+#include <cpuid.h>
+#endif
+
 #include <cstdlib>
 #if defined(__linux__)
 #include <sys/syscall.h>
@@ -24,6 +28,14 @@ constexpr Isa kLevels[] = {Isa::Portable, Isa::Avx2, Isa::Avx512, Isa::Avx512Bf1
 // ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, Documentation/arch/x86/xstate.rst). The
 // request covers every thread of the process.
 #if VITUNE_X86_LEVELS
+// CPUID leaf 7: AMX-BF16 is bit 22 and AMX-TILE bit 24 of EDX (read directly: Clang's
+// __builtin_cpu_supports does not know them).
+bool cpu_has_amx_bf16() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  return (edx >> 22 & 1u) && (edx >> 24 & 1u);
+}
+
 bool amx_permitted() {
 #if defined(__linux__)
   constexpr long kRequestPermission = 0x1023;  // ARCH_REQ_XCOMP_PERM
@@ -50,8 +62,7 @@ bool supported(Isa isa) {
     case Isa::Avx512Bf16:
       return supported(Isa::Avx512) && __builtin_cpu_supports("avx512bf16");
     case Isa::Amx:
-      return supported(Isa::Avx512Bf16) && __builtin_cpu_supports("amx-tile") &&
-             __builtin_cpu_supports("amx-bf16") && amx_permitted();
+      return supported(Isa::Avx512Bf16) && cpu_has_amx_bf16() && amx_permitted();
   }
   return false;
 #else
