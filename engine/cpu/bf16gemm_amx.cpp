@@ -8,7 +8,8 @@
 //     in order, zero-padded to whole tiles of 16 pairs; rows are padded to a multiple of 32;
 //   op(B) likewise into blocks of 32 columns: block q holds, pair after pair, the words
 //     of its 32 columns, so that a B tile is 16 consecutive rows of 128 bytes, read 64 at
-//     a time;
+//     a time (where k runs across the operand's rows in memory, as for a transposed A or
+//     B, the words are formed 16 x 16 at a time and transposed in registers);
 //   each 32 x 32 block of C is 2 x 2 C tiles, accumulated over all pairs, 16 at a time,
 //     from two A tiles and two B tiles, then stored to scratch and combined with C.
 //
@@ -51,6 +52,86 @@ struct PairedOperands {
   int64_t b_index(int64_t p, int64_t j) const { return (j / kBlock) * pairs * kBlock + p * kBlock + j % kBlock; }
 };
 
+// Vector forms of bf16_bits.h, for the transposing packs: 16 words at a time. (The
+// zero-masked forms of the intrinsics, all lanes on: the plain ones start from an
+// undefined register, which GCC 12 reports as maybe uninitialized.)
+// The bits of the bf16 values nearest to v (low 16 bits zero), as bf16_rounded_bits.
+VITUNE_TARGET_AVX512 inline __m512i rounded_bits(__m512 v) {
+  const __m512i bits = _mm512_castps_si512(v);
+  const __m512i odd = _mm512_and_si512(_mm512_maskz_srli_epi32(0xFFFF, bits, 16), _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_and_si512(_mm512_add_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x7fff)), odd),
+                                           _mm512_set1_epi32(int32_t(0xffff0000u)));
+  const __m512i quiet_nan = _mm512_or_si512(_mm512_and_si512(bits, _mm512_set1_epi32(int32_t(0xffff0000u))),
+                                            _mm512_set1_epi32(0x00400000));
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff)),
+                                                _mm512_set1_epi32(0x7f800000));
+  return _mm512_mask_blend_epi32(nan, rounded, quiet_nan);
+}
+
+// bf16_pair of 16 lanes: `low` rounded in the low halves, `high` in the high halves.
+VITUNE_TARGET_AVX512 inline __m512i pair_words(__m512 low, __m512 high) {
+  return _mm512_or_si512(_mm512_maskz_srli_epi32(0xFFFF, rounded_bits(low), 16), rounded_bits(high));
+}
+
+// The 16 words of 32 consecutive floats x[0..32): word q pairs x[2q] and x[2q + 1].
+VITUNE_TARGET_AVX512 inline __m512i pair_consecutive(const float* x) {
+  const __m512 first = _mm512_loadu_ps(x), second = _mm512_loadu_ps(x + 16);
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  return pair_words(_mm512_permutex2var_ps(first, even, second), _mm512_permutex2var_ps(first, odd, second));
+}
+
+// Stores the transpose of a 16 x 16 block of words: column c of `rows` (word c of every
+// row, in row order) goes to out + c * stride. Unpacks of 32- and 64-bit elements gather
+// each 128-bit lane's columns, then two rounds of lane shuffles put the lanes in place.
+VITUNE_TARGET_AVX512 inline void store_transposed(const __m512i (&rows)[16], uint32_t* out, int64_t stride) {
+  __m512i t[16], r[16];
+  for (int g = 0; g < 16; g += 4) {  // rows g .. g + 3
+    t[g] = _mm512_maskz_unpacklo_epi32(0xFFFF, rows[g], rows[g + 1]);
+    t[g + 1] = _mm512_maskz_unpackhi_epi32(0xFFFF, rows[g], rows[g + 1]);
+    t[g + 2] = _mm512_maskz_unpacklo_epi32(0xFFFF, rows[g + 2], rows[g + 3]);
+    t[g + 3] = _mm512_maskz_unpackhi_epi32(0xFFFF, rows[g + 2], rows[g + 3]);
+    // r[g + c], lane l: column 4l + c of rows g .. g + 3
+    r[g] = _mm512_maskz_unpacklo_epi64(0xFF, t[g], t[g + 2]);
+    r[g + 1] = _mm512_maskz_unpackhi_epi64(0xFF, t[g], t[g + 2]);
+    r[g + 2] = _mm512_maskz_unpacklo_epi64(0xFF, t[g + 1], t[g + 3]);
+    r[g + 3] = _mm512_maskz_unpackhi_epi64(0xFF, t[g + 1], t[g + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    t[c] = _mm512_maskz_shuffle_i32x4(0xFFFF, r[c], r[4 + c], 0x88);      // lanes 0, 2 of rows 0-3, then of rows 4-7
+    t[4 + c] = _mm512_maskz_shuffle_i32x4(0xFFFF, r[c], r[4 + c], 0xdd);  // lanes 1, 3
+    t[8 + c] = _mm512_maskz_shuffle_i32x4(0xFFFF, r[8 + c], r[12 + c], 0x88);
+    t[12 + c] = _mm512_maskz_shuffle_i32x4(0xFFFF, r[8 + c], r[12 + c], 0xdd);
+  }
+  for (int c = 0; c < 4; ++c) {
+    _mm512_storeu_si512(out + c * stride, _mm512_maskz_shuffle_i32x4(0xFFFF, t[c], t[8 + c], 0x88));
+    _mm512_storeu_si512(out + (8 + c) * stride, _mm512_maskz_shuffle_i32x4(0xFFFF, t[c], t[8 + c], 0xdd));
+    _mm512_storeu_si512(out + (4 + c) * stride, _mm512_maskz_shuffle_i32x4(0xFFFF, t[4 + c], t[12 + c], 0x88));
+    _mm512_storeu_si512(out + (12 + c) * stride, _mm512_maskz_shuffle_i32x4(0xFFFF, t[4 + c], t[12 + c], 0xdd));
+  }
+}
+
+// The 16 x 16 block of op(A)'s words at pairs p0.., rows i0.. from A stored k rows of m
+// (pair p from rows 2p and 2p + 1), written to rows i0.. of the paired A.
+VITUNE_TARGET_AVX512 void pair_a_block(const float* a, int64_t lda, int64_t p0, int64_t i0, uint32_t* out,
+                                       int64_t pairs) {
+  __m512i block[16];
+  for (int64_t q = 0; q < 16; ++q) {
+    const float* low = a + 2 * (p0 + q) * lda + i0;
+    block[q] = pair_words(_mm512_loadu_ps(low), _mm512_loadu_ps(low + lda));
+  }
+  store_transposed(block, out + i0 * pairs + p0, pairs);
+}
+
+// The 16 x 16 block of op(B)'s words at columns j0.., pairs p0.. from B stored n rows of
+// k, written to `out`, the paired B's word (p0, j0), rows of `stride` words apart.
+VITUNE_TARGET_AVX512 void pair_b_block(const float* b, int64_t ldb, int64_t j0, int64_t p0, uint32_t* out,
+                                       int64_t stride) {
+  __m512i block[16];
+  for (int64_t q = 0; q < 16; ++q) block[q] = pair_consecutive(b + (j0 + q) * ldb + 2 * p0);
+  store_transposed(block, out, stride);
+}
+
 // Rounds and pairs op(A) (trans_a: A is k rows of m, else m rows of k) into `to`.
 void pair_a(bool trans_a, const float* a, int64_t lda, int64_t m, int64_t k, const PairedOperands& to) {
   if (!trans_a) {  // k along A's rows: each row of pairs from one row of A
@@ -69,20 +150,21 @@ void pair_a(bool trans_a, const float* a, int64_t lda, int64_t m, int64_t k, con
     });
     return;
   }
-  // k across A's rows: pair p from rows 2p and 2p + 1, written down column p.
-  parallel_for(to.pairs, 16, [&](int64_t begin, int64_t end) {
+  // k across A's rows: pair p from rows 2p and 2p + 1, written down column p; blocks of
+  // 16 pairs x 16 rows whole in A as 16 vectors, transposed into place.
+  parallel_for(to.pairs / kTile, 1, [&](int64_t begin, int64_t end) {
     run_at_isa(Isa::Avx512, [&] {
-      for (int64_t p = begin; p < end; ++p) {
-        uint32_t* column = to.a + p;  // word (i, p) at column[i * to.pairs]
-        const int64_t filled = 2 * p < k ? m : 0;
-        const float* low = filled > 0 ? a + 2 * p * lda : nullptr;
-        if (2 * p + 1 < k) {
-          const float* high = a + (2 * p + 1) * lda;
-          for (int64_t i = 0; i < filled; ++i) column[i * to.pairs] = bf16_pair(low[i], high[i]);
-        } else {
-          for (int64_t i = 0; i < filled; ++i) column[i * to.pairs] = bf16_pair(low[i], 0.0f);
+      for (int64_t p0 = begin * kTile; p0 < end * kTile; p0 += kTile) {
+        const int64_t whole_rows = 2 * p0 + 2 * kTile <= k ? m / kTile * kTile : 0;
+        for (int64_t i0 = 0; i0 < whole_rows; i0 += kTile) pair_a_block(a, lda, p0, i0, to.a, to.pairs);
+        for (int64_t p = p0; p < p0 + kTile; ++p) {  // the rest of these 16 columns
+          uint32_t* column = to.a + p;                // word (i, p) at column[i * to.pairs]
+          const int64_t filled = 2 * p < k ? m : 0, first = std::min(whole_rows, filled);
+          const float* low = filled > 0 ? a + 2 * p * lda : nullptr;
+          const float* high = 2 * p + 1 < k ? a + (2 * p + 1) * lda : nullptr;
+          for (int64_t i = first; i < filled; ++i) column[i * to.pairs] = bf16_pair(low[i], high ? high[i] : 0.0f);
+          for (int64_t i = filled; i < to.rows; ++i) column[i * to.pairs] = 0u;
         }
-        for (int64_t i = filled; i < to.rows; ++i) column[i * to.pairs] = 0u;
       }
     });
   });
@@ -111,17 +193,24 @@ void pair_b(bool trans_b, const float* b, int64_t ldb, int64_t n, int64_t k, con
     });
     return;
   }
-  // k along B's rows: column j of op(B) from row j of B, written down the pairs.
-  parallel_for(to.cols, 16, [&](int64_t begin, int64_t end) {
+  // k along B's rows: column j of op(B) from row j of B, written down the pairs; blocks
+  // of 16 columns x 16 pairs whole in B as 16 vectors, transposed into place.
+  parallel_for(to.cols / kTile, 1, [&](int64_t begin, int64_t end) {
     run_at_isa(Isa::Avx512, [&] {
-      for (int64_t j = begin; j < end; ++j) {
-        uint32_t* column = to.b + to.b_index(0, j);  // word (p, j) at column[p * kBlock]
-        const float* row = j < n ? b + j * ldb : nullptr;
-        const int64_t full = row ? k / 2 : 0;
-        for (int64_t p = 0; p < full; ++p) column[p * kBlock] = bf16_pair(row[2 * p], row[2 * p + 1]);
-        int64_t p = full;
-        if (row && k % 2 == 1) column[kBlock * p++] = bf16_pair(row[k - 1], 0.0f);
-        for (; p < to.pairs; ++p) column[p * kBlock] = 0u;
+      for (int64_t j0 = begin * kTile; j0 < end * kTile; j0 += kTile) {
+        const int64_t whole_pairs = j0 + kTile <= n ? k / (2 * kTile) * kTile : 0;
+        for (int64_t p0 = 0; p0 < whole_pairs; p0 += kTile) {
+          pair_b_block(b, ldb, j0, p0, to.b + to.b_index(p0, j0), kBlock);
+        }
+        for (int64_t j = j0; j < j0 + kTile; ++j) {     // the rest of these 16 columns
+          uint32_t* column = to.b + to.b_index(0, j);  // word (p, j) at column[p * kBlock]
+          const float* row = j < n ? b + j * ldb : nullptr;
+          const int64_t full = row ? k / 2 : 0;
+          for (int64_t p = whole_pairs; p < full; ++p) column[p * kBlock] = bf16_pair(row[2 * p], row[2 * p + 1]);
+          int64_t p = std::max(full, whole_pairs);
+          if (row && k % 2 == 1) column[kBlock * p++] = bf16_pair(row[k - 1], 0.0f);
+          for (; p < to.pairs; ++p) column[p * kBlock] = 0u;
+        }
       }
     });
   });

@@ -26,7 +26,7 @@
 //
 // Amx is Avx512Bf16 with AMX-TILE and AMX-BF16 (Intel's tile matrix unit, TDPBF16PS on
 // 16 x 32 bf16 tiles), where Linux also grants the process the tile state: the bf16 GEMM
-// of autocast runs on tiles (bf16gemm_amx.cpp), 3.3x the fp32 kernel on the ViT-B/16
+// of autocast runs on tiles (bf16gemm_amx.cpp), 3.7x the fp32 kernel on the ViT-B/16
 // products of bench/README. It is chosen by default where the CPU has it;
 // VITUNE_CPU_ISA=avx512 keeps the emulation.
 //
