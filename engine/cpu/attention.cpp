@@ -38,8 +38,8 @@ int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / mult
 // slice of qkv into its scratch matrix, or back. The operands never overlap; saying so
 // lets the compiler copy whole vectors where it would otherwise copy one float at a time.
 template <typename T>
-__attribute__((always_inline)) inline void copy_block(const T* __restrict src, int64_t ld_src, T* __restrict dst, int64_t ld_dst, int64_t rows,
-                int64_t cols, T scale = T(1)) {
+__attribute__((always_inline)) inline void copy_block(const T* __restrict src, int64_t ld_src, T* __restrict dst,
+                                                      int64_t ld_dst, int64_t rows, int64_t cols, T scale = T(1)) {
   for (int64_t r = 0; r < rows; ++r) {
     const T* __restrict from = src + r * ld_src;
     T* __restrict to = dst + r * ld_dst;
@@ -49,8 +49,9 @@ __attribute__((always_inline)) inline void copy_block(const T* __restrict src, i
 
 // dst[c * ld_dst + r] = src[r * ld_src + c] for r < rows, c < cols: a transposed copy.
 template <typename T>
-__attribute__((always_inline)) inline void transpose_block(const T* __restrict src, int64_t ld_src, T* __restrict dst, int64_t ld_dst, int64_t rows,
-                     int64_t cols) {
+__attribute__((always_inline)) inline void transpose_block(const T* __restrict src, int64_t ld_src,
+                                                           T* __restrict dst, int64_t ld_dst, int64_t rows,
+                                                           int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) dst[c * ld_dst + r] = src[r * ld_src + c];
   }

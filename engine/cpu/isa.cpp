@@ -1,7 +1,7 @@
 // The run-time choice of isa.h: CPUID (through the compiler's __builtin_cpu_supports,
-// which also checks that the OS saves the wide registers; for AMX, Linux's permission
-// for the tile state), lowered by VITUNE_CPU_ISA; the opt-in level avx512bf16 only where
-// VITUNE_CPU_ISA asks for it.
+// which also checks that the OS saves the wide registers; for AMX, CPUID leaf 7 read
+// directly and Linux's permission for the tile state), lowered by VITUNE_CPU_ISA; the
+// opt-in level avx512bf16 only where VITUNE_CPU_ISA asks for it.
 #include "engine/cpu/isa.h"
 
 #if VITUNE_X86_LEVELS
@@ -23,10 +23,6 @@ namespace {
 
 constexpr Isa kLevels[] = {Isa::Portable, Isa::Avx2, Isa::Avx512, Isa::Avx512Bf16, Isa::Amx};
 
-// Whether Linux lets this process use the AMX tile data (about 8 KiB more state per
-// thread, which the kernel saves only once it is asked to: arch_prctl
-// ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, Documentation/arch/x86/xstate.rst). The
-// request covers every thread of the process.
 #if VITUNE_X86_LEVELS
 // CPUID leaf 7: AMX-BF16 is bit 22 and AMX-TILE bit 24 of EDX (read directly: Clang's
 // __builtin_cpu_supports does not know them).
@@ -36,6 +32,10 @@ bool cpu_has_amx_bf16() {
   return (edx >> 22 & 1u) && (edx >> 24 & 1u);
 }
 
+// Whether Linux lets this process use the AMX tile data (about 8 KiB more state per
+// thread, which the kernel saves only once it is asked to: arch_prctl
+// ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, Documentation/arch/x86/xstate.rst). The
+// request covers every thread of the process.
 bool amx_permitted() {
 #if defined(__linux__)
   constexpr long kRequestPermission = 0x1023;  // ARCH_REQ_XCOMP_PERM
