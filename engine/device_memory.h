@@ -58,9 +58,9 @@ bool idle(int device);
 
 // Converts `count` elements at `source` (dtype `from`) into `destination` (dtype `to`),
 // both on CUDA device `device`, queued on its stream, with the host conversion's values
-// (f64 -> f32 rounds to nearest even). Returns false, doing nothing, for a pair of dtypes
-// without a device kernel (any pair other than f32 and f64); the caller converts on the
-// host then.
+// (f64 -> f32 and f32 -> bf16 round to nearest even). Returns false, doing nothing, for
+// a pair of dtypes without a device kernel (any pair other than f32 with f64 or bf16);
+// the caller converts on the host then.
 bool convert_on_device(const void* source, DType from, void* destination, DType to, int64_t count, int device);
 
 // A copy from the host started ahead of its use (engine/upload.h): `bytes` from host

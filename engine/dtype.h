@@ -33,3 +33,15 @@ uint16_t f32_to_bf16(float value);  // round to nearest even
 uint16_t f32_to_f16(float value);   // round to nearest even
 
 }  // namespace vitune
+
+namespace vitune::cpu {
+
+// Converts `count` elements of host memory from `source` (dtype `from`) into
+// `destination` (dtype `to`), vectorised and spread over the threads, and returns true
+// when the pair is f32 -> bf16 (f32_to_bf16's rounding) or bf16 -> f32 (exact); false,
+// touching nothing, for any other pair. The path of Tensor::to(DType) for that pair
+// (autocast keeps activations in bf16 and widens them in backward); the CPU backend
+// defines it (engine/cpu/convert.cpp). The same bits for any number of threads.
+bool convert_on_host(const void* source, DType from, void* destination, DType to, int64_t count);
+
+}  // namespace vitune::cpu

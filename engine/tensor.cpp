@@ -199,7 +199,7 @@ void store_from_double(void* base, DType dtype, int64_t i, double v) {
 Tensor Tensor::to(DType dtype) const {
   if (dtype == dtype_) return *this;
   if (!device().host_memory()) {
-    // f32 <-> f64 on the device; other pairs (conversions at load and save) through the host.
+    // f32 <-> f64 and f32 <-> bf16 on the device; other pairs (conversions at load and save) through the host.
     Tensor t(shape_, dtype, device());
     if (numel_ == 0 || cuda::convert_on_device(kernel_raw(), dtype_, t.kernel_raw(), dtype, numel_, device().index)) {
       return t;
@@ -207,6 +207,7 @@ Tensor Tensor::to(DType dtype) const {
     return to(Device::cpu()).to(dtype).to(device());
   }
   Tensor t(shape_, dtype, device());
+  if (cpu::convert_on_host(kernel_raw(), dtype_, t.kernel_raw(), dtype, numel_)) return t;
   // Every source value (including i64 labels below 2^53) is exact in double, so one
   // path through double converts between any two dtypes without double rounding.
   for (int64_t i = 0; i < numel_; ++i) {

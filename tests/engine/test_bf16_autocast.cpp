@@ -1,6 +1,6 @@
-// bf16 autocast: round_to_bf16 against the scalar conversions of engine/dtype.h on edge
-// values (ties to even, subnormals, the top of the range, infinities, NaN) and random
-// values; ops::gemm and gemm_batched under AutocastBf16Scope against a float64 product
+// bf16 autocast: round_to_bf16, and Tensor::to between f32 and bf16 storage on every
+// device, against the scalar conversions of engine/dtype.h on edge values (ties to even,
+// subnormals, the top of the range, infinities, NaN) and random values; ops::gemm and gemm_batched under AutocastBf16Scope against a float64 product
 // of the bf16-rounded operands in every transpose combination, and far from the plain
 // fp32 product (so the scope demonstrably acts); the scope restores the previous
 // setting; f64 products are never rounded.
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/autocast.h"
+#include "engine/devices.h"
 #include "engine/dtype.h"
 #include "engine/ops.h"
 #include "engine/random.h"
@@ -39,9 +40,11 @@ std::vector<float> rounded(const std::vector<float>& values) {
   return ops::round_to_bf16(Tensor::from_vector<float>({int64_t(values.size())}, values, Device::cpu())).to_vector<float>();
 }
 
-TEST(RoundToBf16, EdgeValuesRoundLikeTheScalarConversion) {
-  const float inf = std::numeric_limits<float>::infinity();
-  const std::vector<float> values = {
+const float inf = std::numeric_limits<float>::infinity();
+
+// Ties to even, subnormals, the top of the range, infinities and NaNs.
+std::vector<float> edge_values() {
+  return {
       0.0f, -0.0f, 1.0f, -1.0f,
       1.0f + 0x1p-8f,             // halfway between 1 and 1 + 2^-7: ties to the even 1
       1.0f + 3 * 0x1p-8f,         // halfway between 1 + 2^-7 (odd) and 1 + 2^-6: up
@@ -56,6 +59,10 @@ TEST(RoundToBf16, EdgeValuesRoundLikeTheScalarConversion) {
       float_of(0x807fffffu),                   // largest negative subnormal: to -FLT_MIN
       inf, -inf,
       std::numeric_limits<float>::quiet_NaN(), float_of(0x7f800001u), float_of(0xff812345u)};
+}
+
+TEST(RoundToBf16, EdgeValuesRoundLikeTheScalarConversion) {
+  const std::vector<float> values = edge_values();
   const std::vector<float> got = rounded(values);
   for (size_t i = 0; i < values.size(); ++i) {
     const float expected = scalar_round(values[i]);
@@ -98,6 +105,34 @@ TEST(RoundToBf16, RandomValuesRoundLikeTheScalarConversion) {
     changed += got[i] != p[i];
   }
   EXPECT_GT(changed, x.numel() * 9 / 10);
+}
+
+// Tensor::to between f32 and bf16 storage (the vectorised host loop, the CUDA kernel)
+// against the scalar conversions, element by element: the edge values repeated past
+// one thread's share of the elements, then random values of many exponents.
+TEST(RoundToBf16, StorageConversionsMatchTheScalarOnesOnEveryDevice) {
+  std::vector<float> values;
+  while (values.size() < 70000) {
+    for (float v : edge_values()) values.push_back(v);
+  }
+  Tensor random({30000}, DType::F32, Device::cpu());
+  fill_normal(random, 12, 1, 0.0, 1.0);
+  for (int64_t i = 0; i < random.numel(); ++i) values.push_back(random.item(i) * std::ldexp(1.0, int(i % 161) - 80));
+  const Tensor x = Tensor::from_vector<float>({int64_t(values.size())}, values, Device::cpu());
+  for (Device device : available_devices()) {
+    const Tensor bf16 = x.to(device).to(DType::BF16);
+    ASSERT_EQ(bf16.dtype(), DType::BF16);
+    ASSERT_EQ(bf16.device(), device);
+    const Tensor back = bf16.to(DType::F32);
+    ASSERT_EQ(back.device(), device);
+    const Tensor host_bf16 = bf16.to(Device::cpu()), host_back = back.to(Device::cpu());
+    const uint16_t* half = static_cast<const uint16_t*>(host_bf16.raw());
+    const float* widened = host_back.data<float>();
+    for (size_t i = 0; i < values.size(); ++i) {
+      ASSERT_EQ(half[i], f32_to_bf16(values[i])) << device.str() << ", element " << i << " = " << values[i];
+      ASSERT_EQ(bits_of(widened[i]), bits_of(bf16_to_f32(half[i]))) << device.str() << ", element " << i;
+    }
+  }
 }
 
 TEST(RoundToBf16, RefusesOtherDtypes) {
