@@ -1,10 +1,38 @@
 // linear: y = x W^T + b, the workhorse of every ViT layer, and the same layer with a
 // LoRA adapter folded in.
+#include "engine/autocast.h"
 #include "engine/ops.h"
 #include "autograd/functions.h"
 
 namespace vitune::autograd {
 namespace {
+
+// What a backward keeps of the input X [T, in] for the products that read it (dW and,
+// with LoRA, dA): nothing when none of them is wanted; under bf16 autocast, when X is f32
+// and W is not element-masked, X rounded to bf16, half the bytes: the autocast product
+// rounds X to exactly these values, so the gradients keep their bits (the masked
+// gradient is not an autocast product and keeps X in f32); else X itself.
+Tensor saved_input(const Tensor& x2, bool read_in_backward, const Variable& weight) {
+  if (!read_in_backward) return Tensor();
+  if (autocast_bf16() && x2.dtype() == DType::F32 && !weight.grad_indices().defined()) {
+    return x2.to(DType::BF16);
+  }
+  return x2;
+}
+
+// out = alpha g^T X + beta out, X read from what saved_input kept: a bf16 X is widened
+// (exactly) and multiplied as autocast multiplies, whatever the switch says during
+// backward, so the product is the one the forward pass's setting asked for.
+void product_with_input(double alpha, const Tensor& g, const Tensor& saved, double beta, Tensor& out,
+                        const Variable& weight) {
+  VITUNE_CHECK(saved.defined(), "linear '", weight.name(),
+               "': a parameter became trainable between the forward pass and backward");
+  if (saved.dtype() == DType::BF16) {
+    ops::gemm_bf16(true, false, alpha, g, saved.to(DType::F32), beta, out);
+  } else {
+    ops::gemm(true, false, alpha, g, saved, beta, out);
+  }
+}
 
 // y = x W^T + b, with x2 and w set to x and W flattened to matrices [T, in] and [out, in].
 Tensor dense_forward(const Variable& x, const Variable& weight, const Variable& bias, Tensor& x2, Tensor& w) {
@@ -43,7 +71,7 @@ void weight_and_bias_grads(const Tensor& dy2, const Tensor& x2, const Tensor& w,
       ops::masked_weight_grad(dy2, x2, weight.grad_indices(), w.dim(1), *selected);
     } else {
       Tensor dw2 = dw.dense().reshape(w.shape());
-      ops::gemm(true, false, 1.0, dy2, x2, dw.beta(), dw2);
+      product_with_input(1.0, dy2, x2, dw.beta(), dw2, weight);
       dw.commit();
     }
   }
@@ -58,13 +86,15 @@ void weight_and_bias_grads(const Tensor& dy2, const Tensor& x2, const Tensor& w,
 // Backward, with X = x flattened to [T, in] and dY = dy flattened to [T, out]: dW and db
 // as above, and
 //   dX = dY W              ([T, out] x [out, in]),
-// formed only when x needs a gradient.
+// formed only when x needs a gradient. X is kept as saved_input says; x itself is held
+// only to receive dX, so its value is freed with the forward pass's last handle.
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
   Tensor x2, w;
   Tensor y = dense_forward(x, weight, bias, x2, w);
-  return make_result(y, {x, weight, bias}, "linear", [x, weight, bias, x2, w](const Tensor& dy) {
+  Tensor saved = saved_input(x2, needs_grad(weight), weight);
+  return make_result(y, {x, weight, bias}, "linear", [x = x.on_tape(), weight, bias, saved, w](const Tensor& dy) {
     Tensor dy2 = dy.reshape({-1, w.dim(0)});
-    weight_and_bias_grads(dy2, x2, w, weight, bias);
+    weight_and_bias_grads(dy2, saved, w, weight, bias);
     GradientSlot dx(x);
     if (dx.wanted()) {
       Tensor dx2 = dx.dense().reshape({-1, w.dim(1)});
@@ -75,7 +105,7 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
 }
 
 // Forward: Y = X W^T + b, then H = X A^T ([T, r]) and Y += s H B^T, all into the one
-// output; only X (the input, kept anyway) and the small H are saved. Backward, with
+// output; only X (as saved_input says) and the small H are saved. Backward, with
 // G = dY B ([T, r], the only new temporary besides dX):
 //   dB = s dY^T H          ([out, T] x [T, r])
 //   dA = s G^T X           ([r, T] x [T, in])
@@ -96,10 +126,11 @@ Variable lora_linear(const Variable& x, const Variable& weight, const Variable& 
   ops::gemm(false, true, 1.0, x2, a, 0.0, h);
   Tensor y2 = y.reshape({-1, w.dim(0)});
   ops::gemm(false, true, scaling, h, b, 1.0, y2);
+  Tensor saved = saved_input(x2, needs_grad(weight) || needs_grad(lora_a), weight);
   return make_result(y, {x, weight, bias, lora_a, lora_b}, "lora_linear",
-                     [x, weight, bias, lora_a, lora_b, x2, w, h, scaling](const Tensor& dy) {
+                     [x = x.on_tape(), weight, bias, lora_a, lora_b, saved, w, h, scaling](const Tensor& dy) {
                        Tensor dy2 = dy.reshape({-1, w.dim(0)});
-                       weight_and_bias_grads(dy2, x2, w, weight, bias);
+                       weight_and_bias_grads(dy2, saved, w, weight, bias);
                        GradientSlot db(lora_b), da(lora_a), dx(x);
                        if (db.wanted()) {
                          ops::gemm(true, false, scaling, dy2, h, db.beta(), db.dense());
@@ -109,7 +140,7 @@ Variable lora_linear(const Variable& x, const Variable& weight, const Variable& 
                        Tensor g = Tensor::like(h, h.shape());
                        ops::gemm(false, false, 1.0, dy2, lora_b.value(), 0.0, g);
                        if (da.wanted()) {
-                         ops::gemm(true, false, scaling, g, x2, da.beta(), da.dense());
+                         product_with_input(scaling, g, saved, da.beta(), da.dense(), lora_a);
                          da.commit();
                        }
                        if (dx.wanted()) {

@@ -11,11 +11,33 @@ namespace {
 thread_local bool grad_mode_enabled = true;
 }
 
+// What the handles of one variable share: when the last goes, the value of a variable
+// on the tape is released (a leaf's stays with it: leaves are the model's parameters and
+// the inputs).
+struct ValueHold {
+  std::weak_ptr<VariableImpl> impl;
+  ~ValueHold() {
+    const ImplPtr held = impl.lock();
+    if (!held || !held->grad_fn || !held->value.defined()) return;
+    held->released_shape = held->value.shape();
+    held->released_dtype = held->value.dtype();
+    held->released_device = held->value.device();
+    held->value = Tensor();
+  }
+};
+
 Variable::Variable(Tensor value, bool requires_grad, std::string name)
-    : impl_(std::make_shared<VariableImpl>()) {
+    : impl_(std::make_shared<VariableImpl>()), hold_(std::make_shared<ValueHold>()) {
   impl_->value = std::move(value);
   impl_->requires_grad = requires_grad;
   impl_->name = std::move(name);
+  hold_->impl = impl_;
+}
+
+Variable Variable::on_tape() const {
+  Variable tape_copy;
+  tape_copy.impl_ = impl_;
+  return tape_copy;
 }
 
 void Variable::set_requires_grad(bool requires_grad) {
@@ -65,6 +87,17 @@ Variable make_result(Tensor value, std::vector<Variable> inputs, const char* op,
 
 namespace {
 
+const Shape& value_shape(const VariableImpl& impl) {
+  return impl.value.defined() ? impl.value.shape() : impl.released_shape;
+}
+
+// A new, uninitialised tensor shaped like impl's value, of its dtype, on its device,
+// also when the value has been released.
+Tensor like_value(const VariableImpl& impl) {
+  if (impl.value.defined()) return Tensor::like(impl.value, impl.value.shape());
+  return Tensor(impl.released_shape, impl.released_dtype, impl.released_device);
+}
+
 // A dense leaf's gradient buffer (zeros on first use); null for other variables.
 Tensor* dense_leaf_grad(VariableImpl& impl) {
   if (impl.grad_fn || impl.grad_indices.defined()) return nullptr;
@@ -84,8 +117,8 @@ Tensor* masked_leaf_grad(VariableImpl& impl) {
 
 void accumulate_grad(const Variable& v, const Tensor& g) {
   VariableImpl& impl = *v.impl();
-  VITUNE_CHECK(g.shape() == impl.value.shape(), "gradient ", g.str(), " for '", impl.name,
-               "' whose value is ", impl.value.str());
+  VITUNE_CHECK(g.shape() == value_shape(impl), "gradient ", g.str(), " for '", impl.name,
+               "' whose value has shape ", shape_str(value_shape(impl)));
   if (Tensor* sparse = masked_leaf_grad(impl)) {
     ops::axpy(1.0, ops::gather(g, impl.grad_indices), *sparse);
   } else if (Tensor* dense = dense_leaf_grad(impl)) {
@@ -109,7 +142,7 @@ Tensor& GradientSlot::dense() {
       own_buffer_ = true;
       return *buffer;
     }
-    temporary_ = Tensor::like(v_.value(), v_.shape());
+    temporary_ = like_value(*v_.impl());
   }
   return temporary_;
 }

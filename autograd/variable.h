@@ -3,6 +3,13 @@
 // the tape never reaches below the earliest trainable parameter, and a backward never
 // computes a gradient that nobody asked for.
 //
+// Values and the tape. A node holds its inputs as the tape needs them, to send them
+// gradients, but not their values: the value of a variable computed by the tape (one
+// with a node) is released when the last Variable handle to it goes, and a backward
+// that needs a value keeps it itself, as the Tensor it captures (a handle captured whole
+// keeps the value too). So an activation that no backward reads, or that one keeps in a
+// smaller form (linear under bf16 autocast), is freed once the forward pass drops it.
+//
 // Gradients of leaves (parameters) accumulate (+=) across backward passes until
 // zero_grad. A leaf may be trainable at a subset of its entries: then `grad_indices`
 // holds the sorted flat indices and `grad` is a vector of that many values.
@@ -18,9 +25,13 @@
 namespace vitune::autograd {
 
 struct Node;
+struct ValueHold;
 
 struct VariableImpl {
-  Tensor value;
+  Tensor value;                 // undefined once released (see above)
+  Shape released_shape;         // a released value's shape, dtype and device: its
+  DType released_dtype = DType::F32;  // gradient is still made to match them
+  Device released_device;
   Tensor grad;                  // dense like value, or [selected] with grad_indices
   Tensor grad_indices;          // i64 sorted flat indices; undefined = dense
   bool requires_grad = false;
@@ -42,7 +53,6 @@ class Variable {
  public:
   Variable() = default;
   explicit Variable(Tensor value, bool requires_grad = false, std::string name = "");
-  explicit Variable(ImplPtr impl) : impl_(std::move(impl)) {}
 
   bool defined() const { return impl_ != nullptr; }
   const Tensor& value() const { return impl_->value; }
@@ -53,6 +63,10 @@ class Variable {
   const std::string& name() const { return impl_->name; }
   const Shape& shape() const { return impl_->value.shape(); }
   const ImplPtr& impl() const { return impl_; }
+  // This variable as the tape holds it, for a backward closure that only sends it a
+  // gradient: it does not keep the value alive, and its value() is undefined once every
+  // handle has gone.
+  Variable on_tape() const;
 
   void set_requires_grad(bool requires_grad);
   // Trainable only at these sorted, unique flat indices (i64); the gradient becomes a
@@ -63,7 +77,8 @@ class Variable {
   void zero_grad() const;
 
  private:
-  ImplPtr impl_;
+  ImplPtr impl_;                     // declared first, so it outlives hold_
+  std::shared_ptr<ValueHold> hold_;  // shared by the handles; null on the tape's copies
 };
 
 // Grad mode: on by default, per thread. NoGradGuard turns it off for its scope.
