@@ -199,7 +199,8 @@ void store_from_double(void* base, DType dtype, int64_t i, double v) {
 Tensor Tensor::to(DType dtype) const {
   if (dtype == dtype_) return *this;
   if (!device().host_memory()) {
-    // f32 <-> f64 and f32 <-> bf16 on the device; other pairs (conversions at load and save) through the host.
+    // f32 <-> f64 and f32 <-> bf16 on the device; other pairs (conversions at load and
+    // save) through the host.
     Tensor t(shape_, dtype, device());
     if (numel_ == 0 || cuda::convert_on_device(kernel_raw(), dtype_, t.kernel_raw(), dtype, numel_, device().index)) {
       return t;

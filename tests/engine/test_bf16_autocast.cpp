@@ -1,9 +1,10 @@
 // bf16 autocast: round_to_bf16, and Tensor::to between f32 and bf16 storage on every
 // device, against the scalar conversions of engine/dtype.h on edge values (ties to even,
-// subnormals, the top of the range, infinities, NaN) and random values; ops::gemm and gemm_batched under AutocastBf16Scope against a float64 product
-// of the bf16-rounded operands in every transpose combination, and far from the plain
-// fp32 product (so the scope demonstrably acts); the scope restores the previous
-// setting; f64 products are never rounded.
+// subnormals, the top of the range, infinities, NaN) and random values; ops::gemm and
+// gemm_batched under AutocastBf16Scope against a float64 product of the bf16-rounded
+// operands in every transpose combination, and far from the plain fp32 product (so the
+// scope demonstrably acts); the scope restores the previous setting; f64 products are
+// never rounded.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -117,7 +118,9 @@ TEST(RoundToBf16, StorageConversionsMatchTheScalarOnesOnEveryDevice) {
   }
   Tensor random({30000}, DType::F32, Device::cpu());
   fill_normal(random, 12, 1, 0.0, 1.0);
-  for (int64_t i = 0; i < random.numel(); ++i) values.push_back(random.item(i) * std::ldexp(1.0, int(i % 161) - 80));
+  for (int64_t i = 0; i < random.numel(); ++i) {
+    values.push_back(random.item(i) * std::ldexp(1.0, int(i % 161) - 80));  // many exponents
+  }
   const Tensor x = Tensor::from_vector<float>({int64_t(values.size())}, values, Device::cpu());
   for (Device device : available_devices()) {
     const Tensor bf16 = x.to(device).to(DType::BF16);
