@@ -1,12 +1,11 @@
-// Rounding f32 values to bfloat16 on CUDA: the op round_to_bf16 (f32 out, the values
-// rounded) and to_bf16_storage (the 16-bit values themselves, the operands of the bf16
-// GEMMs: Tensor::to(DType::BF16), engine/cuda/convert.cu). Both use the one rounding of
+// Rounding f32 values to bfloat16 on CUDA: the op round_to_bf16, f32 out, the values
+// rounded (the 16-bit values themselves, the operands of the bf16 GEMMs, are
+// Tensor::to(DType::BF16), engine/cuda/convert.cu). Both use the one rounding of
 // bf16_bits.cuh, bit for bit the host's f32_to_bf16. One thread per element.
 #include <cstdint>
 
 #include "engine/cuda/bf16_bits.cuh"
 #include "engine/cuda/cuda_context.h"
-#include "engine/cuda/gemm_bf16.h"
 #include "engine/ops.h"
 
 namespace vitune::cuda {
@@ -36,11 +35,6 @@ Tensor round_to_bf16(const Tensor& x) {
   round_kernel<<<blocks_for(n), kThreads, 0, stream(device)>>>(x.kernel_data<float>(), n, out.kernel_data<float>());
   check_launch("round_kernel");
   return out;
-}
-
-Tensor to_bf16_storage(const Tensor& x) {
-  check_f32(x, "to_bf16_storage");
-  return x.to(DType::BF16);
 }
 
 }  // namespace vitune::cuda

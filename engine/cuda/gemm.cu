@@ -8,7 +8,6 @@
 
 #include "engine/cuda/cublas_gemm.h"
 #include "engine/cuda/cuda_context.h"
-#include "engine/cuda/gemm_bf16.h"
 #include "engine/flop_counter.h"
 #include "engine/op_checks.h"
 #include "engine/ops.h"
@@ -81,7 +80,7 @@ void bf16_products(int device, bool trans_a, bool trans_b, GemmShape s, float al
     scale_output(device, c.kernel_data<float>(), batch * s.m * s.n, beta);
     return;
   }
-  const Tensor a16 = to_bf16_storage(a), b16 = to_bf16_storage(b);
+  const Tensor a16 = a.to(DType::BF16), b16 = b.to(DType::BF16);  // f32 both, as checked
   const int64_t lda = trans_a ? s.m : s.k, ldb = trans_b ? s.k : s.n, ldc = s.n;
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
