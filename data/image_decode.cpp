@@ -23,6 +23,15 @@ namespace {
 constexpr int kMaxImageSide = 32768;
 constexpr int64_t kMaxImagePixels = int64_t(1) << 26;
 
+// The most pixels any format stb_image reads packs into one byte of the file: PNG's
+// 1-bit rows (8 pixels a byte) through deflate, whose best ratio is 1032:1 (a 258-byte
+// match in two bits). GIF's LZW (at most 4096 pixels a 12-bit code), JPEG (at least a
+// bit per 8x8 block), TGA and PSD run lengths (at most 128 pixels a packet) and the
+// uncompressed formats pack fewer. A header claiming more pixels than its file could
+// hold is a file cut short or a forged header: stb_image's TGA reader, for one, would
+// run over every claimed pixel reading zeros past the end, and return them as an image.
+constexpr int64_t kMaxPixelsPerByte = 8 * 1032;
+
 // The stb_image of Debian 12 (2022-09) does not check that a JPEG Huffman table (a DHT
 // segment record: a class/id byte, 16 code counts, then the codes) lists at most 256
 // codes, and writes past its tables when one lists more. Such files are refused here,
@@ -107,6 +116,11 @@ Image decode_image(const std::vector<uint8_t>& bytes, const std::string& path) {
       int64_t(width) * height > kMaxImagePixels) {
     throw BadImageError(cat("image file ", path, ": ", width, "x", height, " pixels is larger than the limit of ",
                             kMaxImageSide, " a side and ", kMaxImagePixels, " pixels in all"));
+  }
+  if (int64_t(width) * height > int64_t(bytes.size()) * kMaxPixelsPerByte) {
+    throw BadImageError(cat("image file ", path, ": ", width, "x", height, " pixels cannot be held in ", bytes.size(),
+                            " bytes (no format packs more than ", kMaxPixelsPerByte,
+                            " pixels a byte); the file is cut short or its header is wrong"));
   }
   const int channels = file_channels <= 2 ? 1 : 3;
   std::unique_ptr<stbi_uc, void (*)(void*)> pixels(

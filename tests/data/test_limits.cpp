@@ -1,6 +1,7 @@
 // The image size limit: a header claiming more than 32768 pixels a side or 2^26 pixels
-// in all is refused before decoding (stb_image would allocate for it); images at the
-// limit's edge in one dimension still decode.
+// in all is refused before decoding (stb_image would allocate for it), and so is one
+// claiming more pixels than its file's bytes could hold; images at the limit's edge in
+// one dimension still decode.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -52,6 +53,24 @@ TEST(ImageLimits, WithinTheLimitFailsOnlyForTheMissingPixels) {
   const std::string message = decode_error(png_header(32768, 2));
   EXPECT_EQ(message.find("larger than the limit"), std::string::npos) << message;
   EXPECT_NE(message.find("image file test.png"), std::string::npos) << message;
+}
+
+// A run-length TGA header (type 10, 32-bit pixels) claiming 20728 x 2613 pixels, the
+// header the fuzzer found, followed by 13 bytes: 31 bytes in all. stb_image would read
+// zeros past the end for 54 million pixels (over 10 s under the fuzzer) and return them.
+std::vector<uint8_t> tga_rle_header_claiming_20728x2613() {
+  std::vector<uint8_t> bytes{0x0f, 0x00, 0x0a, 0xff, 0xff, 0xff, 0xff, 0x10, 0xca, 0x46, 0x49, 0x46,
+                             0xf8, 0x50, 0x35, 0x0a, 0x20, 0x0a};
+  for (char c : std::string("20325\n 32901,")) bytes.push_back(uint8_t(c));
+  return bytes;
+}
+
+TEST(ImageLimits, MorePixelsThanTheFileCouldHoldIsRefused) {
+  const std::vector<uint8_t> bytes = tga_rle_header_claiming_20728x2613();
+  ASSERT_EQ(bytes.size(), 31u);
+  EXPECT_EQ(decode_error(bytes),
+            "image file test.png: 20728x2613 pixels cannot be held in 31 bytes (no format packs more than 8256 "
+            "pixels a byte); the file is cut short or its header is wrong");
 }
 
 }  // namespace
