@@ -70,6 +70,25 @@ void refuse_oversized_jpeg_huffman_tables(const std::vector<uint8_t>& bytes, con
   }
 }
 
+// The same stb_image grows its buffer for a PNG's image data (IDAT chunks) to the
+// length a chunk claims before reading it, so a few bytes claiming a gigabyte-long chunk
+// allocate a gigabyte. A chunk (a 4-byte big-endian length, a 4-byte type, the data
+// and a 4-byte CRC) that claims more bytes than the file has left is refused here.
+void refuse_overlong_png_chunks(const std::vector<uint8_t>& bytes, const std::string& path) {
+  static const uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), kSignature, 8) != 0) return;
+  for (size_t position = 8; position + 8 <= bytes.size();) {
+    const uint64_t length = uint64_t(bytes[position]) << 24 | uint64_t(bytes[position + 1]) << 16 |
+                            uint64_t(bytes[position + 2]) << 8 | bytes[position + 3];
+    const uint64_t left = bytes.size() - (position + 8);
+    if (length > left) {
+      throw BadImageError(cat("image file ", path, ": corrupt PNG: a chunk claims ", length,
+                              " bytes of data, more than the ", left, " left in the file"));
+    }
+    position += 12 + size_t(length);
+  }
+}
+
 // The same stb_image reads the width, height and maximum value of a binary PNM (P5,
 // P6) header into an int without an overflow check. A number of more than 9 digits
 // is refused here; whitespace and comments are skipped the way stb_image skips them.
@@ -105,6 +124,7 @@ Image decode_image(const std::vector<uint8_t>& bytes, const std::string& path) {
   }
   refuse_oversized_jpeg_huffman_tables(bytes, path);
   refuse_overflowing_pnm_header(bytes, path);
+  refuse_overlong_png_chunks(bytes, path);
   const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
   const int length = int(bytes.size());
   int width = 0, height = 0, file_channels = 0;

@@ -55,6 +55,15 @@ TEST(ImageLimits, WithinTheLimitFailsOnlyForTheMissingPixels) {
   EXPECT_NE(message.find("image file test.png"), std::string::npos) << message;
 }
 
+TEST(ImageLimits, APngChunkLongerThanTheFileIsRefused) {
+  std::vector<uint8_t> bytes = png_header(3, 4);
+  for (uint8_t b : big_endian(uint32_t(1) << 31)) bytes.push_back(b);  // an IDAT claiming 2 GiB
+  for (char c : std::string("IDATxx")) bytes.push_back(uint8_t(c));
+  EXPECT_EQ(decode_error(bytes),
+            "image file test.png: corrupt PNG: a chunk claims 2147483648 bytes of data, more than the 2 left in "
+            "the file");
+}
+
 // A run-length TGA header (type 10, 32-bit pixels) claiming 20728 x 2613 pixels, the
 // header the fuzzer found, followed by 13 bytes: 31 bytes in all. stb_image would read
 // zeros past the end for 54 million pixels (over 10 s under the fuzzer) and return them.
