@@ -124,7 +124,6 @@ Image decode_image(const std::vector<uint8_t>& bytes, const std::string& path) {
   }
   refuse_oversized_jpeg_huffman_tables(bytes, path);
   refuse_overflowing_pnm_header(bytes, path);
-  refuse_overlong_png_chunks(bytes, path);
   const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
   const int length = int(bytes.size());
   int width = 0, height = 0, file_channels = 0;
@@ -137,6 +136,7 @@ Image decode_image(const std::vector<uint8_t>& bytes, const std::string& path) {
     throw BadImageError(cat("image file ", path, ": ", width, "x", height, " pixels is larger than the limit of ",
                             kMaxImageSide, " a side and ", kMaxImagePixels, " pixels in all"));
   }
+  refuse_overlong_png_chunks(bytes, path);  // after stb_image has read a PNG's header
   if (int64_t(width) * height > int64_t(bytes.size()) * kMaxPixelsPerByte) {
     throw BadImageError(cat("image file ", path, ": ", width, "x", height, " pixels cannot be held in ", bytes.size(),
                             " bytes (no format packs more than ", kMaxPixelsPerByte,
