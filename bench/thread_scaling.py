@@ -31,7 +31,7 @@ def run_once(program, arguments, threads):
                    "--benchmark_out_format=json"]
         result = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if result.returncode != 0:
-            sys.exit(f"thread_scaling: VITUNE_NUM_THREADS={threads} {' '.join(command)} failed "
+            sys.exit(f"VITUNE_NUM_THREADS={threads} {' '.join(command)} failed "
                      f"(exit status {result.returncode}):\n{result.stderr}")
         with open(out) as stream:
             report = json.load(stream)

@@ -4,6 +4,7 @@
 // small contiguous buffers, padded to whole register tiles, and every matrix product
 // of the head runs through one register-tiled loop nest written with vector types, in
 // which each sum keeps a fixed order.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -11,7 +12,6 @@
 
 #include "engine/cpu/check.h"
 #include "engine/cpu/isa.h"
-#include "engine/cpu/lane_sums.h"
 #include "engine/cpu/vector_math.h"
 #include "engine/op_checks.h"
 #include "engine/ops.h"
@@ -35,15 +35,31 @@ static_assert(kPad % kTileRows == 0 && kPad % int64_t(sizeof(Floats) / sizeof(fl
 int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
 // dst[r * ld_dst + c] = scale * src[r * ld_src + c] for r < rows, c < cols: a head's
-// slice of qkv into its scratch matrix, or back. The operands never overlap; saying so
-// lets the compiler copy whole vectors where it would otherwise copy one float at a time.
+// slice of qkv into its scratch matrix, or back. A row goes in whole 64-byte vectors; one
+// that is not a whole number of them ends with the vector that ends at its last element,
+// overlapping the one before (the operands never overlap, so the overlap is written
+// twice with the same values). Only rows narrower than a vector go element by element.
 template <typename T>
 __attribute__((always_inline)) inline void copy_block(const T* __restrict src, int64_t ld_src, T* __restrict dst,
                                                       int64_t ld_dst, int64_t rows, int64_t cols, T scale = T(1)) {
+  using Row = typename Vector64<T>::type;
+  constexpr int64_t width = int64_t(sizeof(Row) / sizeof(T));
+  auto copy_vector = [scale](const T* from, T* to) {
+    Row v;
+    std::memcpy(&v, from, sizeof v);
+    v *= scale;
+    std::memcpy(to, &v, sizeof v);
+  };
   for (int64_t r = 0; r < rows; ++r) {
     const T* __restrict from = src + r * ld_src;
     T* __restrict to = dst + r * ld_dst;
-    for (int64_t c = 0; c < cols; ++c) to[c] = scale * from[c];
+    if (cols < width) {
+      for (int64_t c = 0; c < cols; ++c) to[c] = scale * from[c];
+      continue;
+    }
+    int64_t c = 0;
+    for (; c + width <= cols; c += width) copy_vector(from + c, to + c);
+    if (c < cols) copy_vector(from + cols - width, to + cols - width);
   }
 }
 
@@ -52,21 +68,22 @@ template <typename T>
 __attribute__((always_inline)) inline void transpose_block(const T* __restrict src, int64_t ld_src,
                                                            T* __restrict dst, int64_t ld_dst, int64_t rows,
                                                            int64_t cols) {
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) dst[c * ld_dst + r] = src[r * ld_src + c];
+  for (int64_t c = 0; c < cols; ++c) {
+    for (int64_t r = 0; r < rows; ++r) dst[c * ld_dst + r] = src[r * ld_src + c];
   }
 }
 
 // Sizes of one call: qkv [batch, tokens, 3 * dim], dim = heads * head_dim; tokens and
-// head_dim rounded up to whole tiles for the scratch buffers.
+// head_dim rounded up to whole vectors for the scratch buffers, and tokens to whole
+// tiles of rows for the products' rows (the rows past them are never read).
 struct AttentionShape : op_checks::AttentionShape {
-  int64_t padded_tokens, padded_head_dim;
+  int64_t padded_tokens, padded_head_dim, tile_rows;
 };
 
 AttentionShape attention_shape(const Tensor& qkv, int heads, const char* op) {
   cpu::check_float(qkv, op);
   const op_checks::AttentionShape s = op_checks::attention_shape(qkv, heads, op);
-  return {s, round_up(s.tokens, kPad), round_up(s.head_dim, kPad)};
+  return {s, round_up(s.tokens, kPad), round_up(s.head_dim, kPad), round_up(s.tokens, kTileRows)};
 }
 
 // c[i, j] = sum_{p < k} a(i, p) b[p * ldb + j] for i < m, j < n, with m a multiple of
@@ -98,29 +115,75 @@ void tile_product(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_
   }
 }
 
-// Row reductions keep kLanes interleaved partial results, combined in a fixed order at
-// the end, so that the compiler can vectorise them (one running sum would force one
-// add after another).
-constexpr int64_t kLanes = 16;
-static_assert(kPad % kLanes == 0, "padded rows must be a whole number of lanes");
+// Row reductions run over whole padded rows (a multiple of kPad entries) in vectors:
+// partial results per lane, then a halving tree across the lanes, so that no sum waits
+// on one add after another; the order depends on the row length alone.
+using Doubles = Vector64<double>::type;
+typedef float HalfFloats __attribute__((vector_size(32)));
+constexpr int64_t kDoubleLanes = int64_t(sizeof(Doubles) / sizeof(double));
+static_assert(kPad % (2 * kDoubleLanes) == 0, "padded rows must be a whole number of double vectors");
 
-// The largest of x[0..count), count a multiple of kLanes.
-template <typename T>
-T row_max(const T* x, int64_t count) {
-  T lanes[kLanes];
-  for (int64_t l = 0; l < kLanes; ++l) lanes[l] = x[l];
-  for (int64_t j = kLanes; j < count; j += kLanes) {
-    for (int64_t l = 0; l < kLanes; ++l) lanes[l] = x[j + l] > lanes[l] ? x[j + l] : lanes[l];
-  }
-  T max = lanes[0];
-  for (int64_t l = 1; l < kLanes; ++l) max = lanes[l] > max ? lanes[l] : max;
-  return max;
+// x[0 .. 8) as doubles.
+inline Doubles widen(const float* x) {
+  HalfFloats h;
+  std::memcpy(&h, x, sizeof h);
+  return __builtin_convertvector(h, Doubles);
+}
+inline Doubles widen(const double* x) {
+  Doubles d;
+  std::memcpy(&d, x, sizeof d);
+  return d;
 }
 
-// sum_j a[j] * b[j] over j < count, accumulated in double.
+// The sum of v's lanes: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
+inline double lane_total(Doubles v) {
+  double l[kDoubleLanes];
+  std::memcpy(l, &v, sizeof v);
+  for (int64_t half = kDoubleLanes / 2; half > 0; half /= 2) {
+    for (int64_t i = 0; i < half; ++i) l[i] += l[i + half];
+  }
+  return l[0];
+}
+
+// sum_j x[j] and sum_j a[j] b[j] over j < count, in double (the products of two floats
+// are exact in double).
 template <typename T>
-double dot_in_double(const T* a, const T* b, int64_t count) {
-  return lane_sum(count, [&](int64_t j) { return double(a[j]) * double(b[j]); });
+double row_sum(const T* x, int64_t count) {
+  Doubles even{}, odd{};
+  for (int64_t j = 0; j < count; j += 2 * kDoubleLanes) {
+    even += widen(x + j);
+    odd += widen(x + j + kDoubleLanes);
+  }
+  return lane_total(even + odd);
+}
+template <typename T>
+double row_dot(const T* a, const T* b, int64_t count) {
+  Doubles even{}, odd{};
+  for (int64_t j = 0; j < count; j += 2 * kDoubleLanes) {
+    even += widen(a + j) * widen(b + j);
+    odd += widen(a + j + kDoubleLanes) * widen(b + j + kDoubleLanes);
+  }
+  return lane_total(even + odd);
+}
+
+// The largest of x[0 .. count).
+template <typename T>
+T row_max(const T* x, int64_t count) {
+  using Row = typename Vector64<T>::type;
+  constexpr int64_t width = int64_t(sizeof(Row) / sizeof(T));
+  Row max;
+  std::memcpy(&max, x, sizeof max);
+  for (int64_t j = width; j < count; j += width) {
+    Row v;
+    std::memcpy(&v, x + j, sizeof v);
+    max = v > max ? v : max;
+  }
+  T l[width];
+  std::memcpy(l, &max, sizeof max);
+  for (int64_t half = width / 2; half > 0; half /= 2) {
+    for (int64_t i = 0; i < half; ++i) l[i] = l[i + half] > l[i] ? l[i + half] : l[i];
+  }
+  return l[0];
 }
 
 // row[j] = e^(row[j] - max) for j < count, a whole number of float vectors, where
@@ -136,16 +199,25 @@ void exp_shifted(double* row, int64_t count, double max) {
   for (int64_t j = 0; j < count; ++j) row[j] = std::exp(row[j] - max);
 }
 
-// Softmax of row[0..n) in place, max-subtracted, the sum in double. The row has
-// padded_n entries; the padding is set to -inf first, so that it takes no part and
-// ends as 0, and every step runs over whole vectors.
+// Softmax in place of each of `count` <= kTileRows rows of ld entries, over their first
+// n, max-subtracted, the sum in double. A row has padded_n entries; the padding is set
+// to -inf first, so that it takes no part and ends as 0, and every step runs over
+// whole vectors. Each step runs for all the rows before the next, so that the rows'
+// chains of dependent steps overlap.
 template <typename T>
-void softmax_in_place(T* row, int64_t n, int64_t padded_n) {
-  for (int64_t j = n; j < padded_n; ++j) row[j] = -std::numeric_limits<T>::infinity();
-  const T max = row_max(row, padded_n);
-  exp_shifted(row, padded_n, max);
-  const T inverse = T(1.0 / lane_sum(padded_n, [&](int64_t j) { return double(row[j]); }));
-  for (int64_t j = 0; j < padded_n; ++j) row[j] *= inverse;
+void softmax_rows(T* rows, int64_t ld, int64_t count, int64_t n, int64_t padded_n) {
+  T max[kTileRows], inverse[kTileRows];
+  for (int64_t r = 0; r < count; ++r) {
+    T* row = rows + r * ld;
+    for (int64_t j = n; j < padded_n; ++j) row[j] = -std::numeric_limits<T>::infinity();
+    max[r] = row_max(row, padded_n);
+  }
+  for (int64_t r = 0; r < count; ++r) exp_shifted(rows + r * ld, padded_n, max[r]);
+  for (int64_t r = 0; r < count; ++r) inverse[r] = T(1.0 / row_sum(rows + r * ld, padded_n));
+  for (int64_t r = 0; r < count; ++r) {
+    T* row = rows + r * ld;
+    for (int64_t j = 0; j < padded_n; ++j) row[j] *= inverse[r];
+  }
 }
 
 // The padded operands of one (batch, head) pair in the forward pass. nt and dp are the
@@ -176,13 +248,12 @@ void forward_head(const AttentionShape& s, int64_t b, int64_t h, T scale, const 
   copy_block(head, 3 * s.dim, w.q.data(), dh, n, dh, scale);
   transpose_block(head + s.dim, 3 * s.dim, w.k_t.data(), nt, n, dh);
   copy_block(head + 2 * s.dim, 3 * s.dim, w.v.data(), dp, n, dh);
-  tile_product<false>(w.q.data(), dh, w.k_t.data(), nt, w.scores.data(), nt, nt, nt, dh);
-  for (int64_t i = 0; i < n; ++i) {
-    T* row = w.scores.data() + i * nt;
-    softmax_in_place(row, n, nt);
-    copy_block(row, nt, probs + ((b * s.heads + h) * n + i) * n, n, 1, n);
+  tile_product<false>(w.q.data(), dh, w.k_t.data(), nt, w.scores.data(), nt, s.tile_rows, nt, dh);
+  for (int64_t i = 0; i < n; i += kTileRows) {
+    softmax_rows(w.scores.data() + i * nt, nt, std::min(kTileRows, n - i), n, nt);
   }
-  tile_product<false>(w.scores.data(), nt, w.v.data(), dp, w.out.data(), dp, nt, dp, n);
+  copy_block(w.scores.data(), nt, probs + (b * s.heads + h) * n * n, n, n, n);
+  tile_product<false>(w.scores.data(), nt, w.v.data(), dp, w.out.data(), dp, s.tile_rows, dp, n);
   copy_block(w.out.data(), dp, ctx + b * n * s.dim + h * dh, s.dim, n, dh);
 }
 
@@ -226,20 +297,26 @@ void backward_head(const AttentionShape& s, int64_t b, int64_t h, T scale, const
   transpose_block(head + 2 * s.dim, 3 * s.dim, w.v_t.data(), nt, n, dh);
   copy_block(dctx + b * n * s.dim + h * dh, s.dim, w.d_out.data(), dp, n, dh);
   copy_block(probs + (b * s.heads + h) * n * n, n, w.p.data(), nt, n, n);
-  // dP = dO V^T, then dS = P * (dP - rowsum(dP * P)) row by row.
-  tile_product<false>(w.d_out.data(), dp, w.v_t.data(), nt, w.ds.data(), nt, nt, nt, dh);
-  for (int64_t i = 0; i < n; ++i) {
-    T* ds = w.ds.data() + i * nt;
-    const T* p = w.p.data() + i * nt;
-    const T c = T(dot_in_double(ds, p, nt));  // both are 0 past n
-    for (int64_t j = 0; j < n; ++j) ds[j] = p[j] * (ds[j] - c);
+  // dP = dO V^T, then dS = P * (dP - rowsum(dP * P)) row by row, the row sums of a tile
+  // of rows first so that they overlap. P and dP are 0 past n, so dS is too (NaN where
+  // the row sum is; only rows of dK past n, which are not kept, read those columns).
+  tile_product<false>(w.d_out.data(), dp, w.v_t.data(), nt, w.ds.data(), nt, s.tile_rows, nt, dh);
+  for (int64_t i0 = 0; i0 < n; i0 += kTileRows) {
+    const int64_t rows = std::min(kTileRows, n - i0);
+    T c[kTileRows];
+    for (int64_t r = 0; r < rows; ++r) c[r] = T(row_dot(w.ds.data() + (i0 + r) * nt, w.p.data() + (i0 + r) * nt, nt));
+    for (int64_t r = 0; r < rows; ++r) {
+      T* ds = w.ds.data() + (i0 + r) * nt;
+      const T* p = w.p.data() + (i0 + r) * nt;
+      for (int64_t j = 0; j < nt; ++j) ds[j] = p[j] * (ds[j] - c[r]);
+    }
   }
   // dQ = dS (scale K), dK = dS^T (scale Q), dV = P^T dO; each sums over tokens in order.
-  tile_product<false>(w.ds.data(), nt, w.k.data(), dp, w.grad.data(), dp, nt, dp, n);
+  tile_product<false>(w.ds.data(), nt, w.k.data(), dp, w.grad.data(), dp, s.tile_rows, dp, n);
   scatter_head_grad(s, b, h, 0, w.grad, dqkv);
-  tile_product<true>(w.ds.data(), nt, w.q.data(), dp, w.grad.data(), dp, nt, dp, n);
+  tile_product<true>(w.ds.data(), nt, w.q.data(), dp, w.grad.data(), dp, s.tile_rows, dp, n);
   scatter_head_grad(s, b, h, 1, w.grad, dqkv);
-  tile_product<true>(w.p.data(), nt, w.d_out.data(), dp, w.grad.data(), dp, nt, dp, n);
+  tile_product<true>(w.p.data(), nt, w.d_out.data(), dp, w.grad.data(), dp, s.tile_rows, dp, n);
   scatter_head_grad(s, b, h, 2, w.grad, dqkv);
 }
 
