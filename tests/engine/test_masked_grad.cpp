@@ -76,8 +76,8 @@ TEST(MaskedGradTest, ExactOnIntegerDataF64) {
 }
 
 template <typename T>
-void check_random(vitune::testing::Tolerance tol) {
-  const int64_t in = 48, out = 40;
+void check_random(vitune::testing::Tolerance tol, int64_t in = 48) {
+  const int64_t out = 40;
   // 333 tokens: two chunks, a partial lane block.
   Tensor x = uniform_tensor<T, double>({3, 111, in}, 5, -1, 1);
   Tensor dy = uniform_tensor<T, double>({3, 111, out}, 6, -1, 1);
@@ -93,13 +93,19 @@ void check_random(vitune::testing::Tolerance tol) {
 }
 
 TEST(MaskedGradTest, MatchesDenseGradientF64) { check_random<double>({1e-13, 1e-12}); }
+// On AVX-512, rows of x of at most 64 floats are read from registers by permutes, wider
+// ones by gathers: one test for each.
 TEST(MaskedGradTest, MatchesDenseGradientF32) { check_random<float>({1e-5, 1e-5}); }
+TEST(MaskedGradTest, MatchesDenseGradientF32WideRows) { check_random<float>({1e-5, 1e-5}, 100); }
 
 // One entry per row, as a sparse step selects: groups of 16 entries in 16 consecutive
 // rows (read by a plain load on AVX-512) and a partial group, over 600 tokens (three
-// chunks). Integer-valued f32 data, so every sum is exact and must match bitwise.
-TEST(MaskedGradTest, OneEntryPerRowIsExactOnIntegerDataF32) {
-  const int64_t tokens = 600, in = 19, out = 37;
+// chunks), for rows of x that fill part of four registers, all four, and more (a
+// gather). Integer-valued f32 data, so every sum is exact and must match bitwise.
+class MaskedGradOneEntryPerRow : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(MaskedGradOneEntryPerRow, IsExactOnIntegerDataF32) {
+  const int64_t tokens = 600, in = GetParam(), out = 37;
   Tensor x = integer_tensor({tokens, in}, 13).to(DType::F32);
   Tensor dy = integer_tensor({tokens, out}, 14).to(DType::F32);
   std::vector<int64_t> one_per_row;
@@ -112,6 +118,8 @@ TEST(MaskedGradTest, OneEntryPerRowIsExactOnIntegerDataF32) {
     ASSERT_EQ(acc.data<float>()[j], float(dense[size_t(one_per_row[size_t(j)])])) << "row " << j;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(InFeatures, MaskedGradOneEntryPerRow, ::testing::Values(19, 64, 150));
 
 TEST(MaskedGradTest, EverySelectedAndNoneSelected) {
   const int64_t tokens = 16, in = 5, out = 3;
