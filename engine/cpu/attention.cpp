@@ -135,35 +135,31 @@ inline Doubles widen(const double* x) {
   return d;
 }
 
-// The sum of v's lanes: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
-inline double lane_total(Doubles v) {
-  double l[kDoubleLanes];
-  std::memcpy(l, &v, sizeof v);
-  for (int64_t half = kDoubleLanes / 2; half > 0; half /= 2) {
-    for (int64_t i = 0; i < half; ++i) l[i] += l[i + half];
+// l[0] combined with every other of the width lanes by halving: lane i with lane
+// i + width/2, then i + width/4, ...; for a sum of 8 lanes
+// ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
+template <typename T, int64_t width, typename Combine>
+T fold_lanes(T (&l)[width], const Combine& combine) {
+  for (int64_t half = width / 2; half > 0; half /= 2) {
+    for (int64_t i = 0; i < half; ++i) l[i] = combine(l[i], l[i + half]);
   }
   return l[0];
 }
 
-// sum_j x[j] and sum_j a[j] b[j] over j < count, in double (the products of two floats
-// are exact in double).
-template <typename T>
-double row_sum(const T* x, int64_t count) {
+// sum_j of the lanes of term(j) for j = 0, 8, 16, ... < count: term(j) is the doubles
+// of entries j .. j + 7 (a row, or its products with another; the products of two
+// floats are exact in double).
+template <typename Term>
+double row_sum(int64_t count, const Term& term) {
   Doubles even{}, odd{};
   for (int64_t j = 0; j < count; j += 2 * kDoubleLanes) {
-    even += widen(x + j);
-    odd += widen(x + j + kDoubleLanes);
+    even += term(j);
+    odd += term(j + kDoubleLanes);
   }
-  return lane_total(even + odd);
-}
-template <typename T>
-double row_dot(const T* a, const T* b, int64_t count) {
-  Doubles even{}, odd{};
-  for (int64_t j = 0; j < count; j += 2 * kDoubleLanes) {
-    even += widen(a + j) * widen(b + j);
-    odd += widen(a + j + kDoubleLanes) * widen(b + j + kDoubleLanes);
-  }
-  return lane_total(even + odd);
+  double l[kDoubleLanes];
+  const Doubles total = even + odd;
+  std::memcpy(l, &total, sizeof total);
+  return fold_lanes(l, [](double x, double y) { return x + y; });
 }
 
 // The largest of x[0 .. count).
@@ -180,10 +176,7 @@ T row_max(const T* x, int64_t count) {
   }
   T l[width];
   std::memcpy(l, &max, sizeof max);
-  for (int64_t half = width / 2; half > 0; half /= 2) {
-    for (int64_t i = 0; i < half; ++i) l[i] = l[i + half] > l[i] ? l[i + half] : l[i];
-  }
-  return l[0];
+  return fold_lanes(l, [](T current, T other) { return other > current ? other : current; });
 }
 
 // row[j] = e^(row[j] - max) for j < count, a whole number of float vectors, where
@@ -213,7 +206,10 @@ void softmax_rows(T* rows, int64_t ld, int64_t count, int64_t n, int64_t padded_
     max[r] = row_max(row, padded_n);
   }
   for (int64_t r = 0; r < count; ++r) exp_shifted(rows + r * ld, padded_n, max[r]);
-  for (int64_t r = 0; r < count; ++r) inverse[r] = T(1.0 / row_sum(rows + r * ld, padded_n));
+  for (int64_t r = 0; r < count; ++r) {
+    const T* row = rows + r * ld;
+    inverse[r] = T(1.0 / row_sum(padded_n, [row](int64_t j) { return widen(row + j); }));
+  }
   for (int64_t r = 0; r < count; ++r) {
     T* row = rows + r * ld;
     for (int64_t j = 0; j < padded_n; ++j) row[j] *= inverse[r];
@@ -304,7 +300,11 @@ void backward_head(const AttentionShape& s, int64_t b, int64_t h, T scale, const
   for (int64_t i0 = 0; i0 < n; i0 += kTileRows) {
     const int64_t rows = std::min(kTileRows, n - i0);
     T c[kTileRows];
-    for (int64_t r = 0; r < rows; ++r) c[r] = T(row_dot(w.ds.data() + (i0 + r) * nt, w.p.data() + (i0 + r) * nt, nt));
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* ds = w.ds.data() + (i0 + r) * nt;
+      const T* p = w.p.data() + (i0 + r) * nt;
+      c[r] = T(row_sum(nt, [ds, p](int64_t j) { return widen(ds + j) * widen(p + j); }));
+    }
     for (int64_t r = 0; r < rows; ++r) {
       T* ds = w.ds.data() + (i0 + r) * nt;
       const T* p = w.p.data() + (i0 + r) * nt;

@@ -53,10 +53,10 @@ void accumulate_block(const T* dy, const T* x, int64_t n, int64_t out_features, 
 // accumulate_block for floats, 16 entries at a time: x by permutes of its row held in
 // registers where the row has at most 64 floats (the Fashion-MNIST ViT's qkv, proj and
 // fc1; there the permutes take 0.72-0.81x the gathers' time, bench/README), else by
-// AVX-512 gathers; dy by a plain load where the 16 entries
-// lie in 16 consecutive rows, as with one entry per row, else by a gather. A
-// product of two floats is exact in double, so the fused multiply-add rounds once, as
-// the plain loop's addition does: the bits are the same.
+// AVX-512 gathers; dy by a plain load where the 16 entries lie in 16 consecutive rows,
+// as with one entry per row, else by a gather. A product of two floats is exact in
+// double, so the fused multiply-add rounds once, as the plain loop's addition does: the
+// bits are the same.
 static_assert(kEntryBlock <= 16 * 32, "one bit per group of 16 entries in a uint32_t");
 
 // The zero-masked forms of the intrinsics: the plain ones start from an undefined
