@@ -9,14 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "bench/random_tensor.h"
 #include "engine/cpu/isa.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
-#include "engine/random.h"
 
 namespace {
 
 using vitune::Tensor;
+using vitune::bench::random_normal_tensor;
 
 struct Shape {
   const char* name;
@@ -29,19 +30,13 @@ const std::vector<Shape>& shapes() {
   return all;
 }
 
-Tensor random_tensor(vitune::Shape shape, uint64_t seed) {
-  Tensor t(shape, vitune::DType::F32, vitune::Device::cpu());
-  vitune::fill_normal(t, seed, 0, 0.0, 1.0);
-  return t;
-}
-
 double head_flops(const Shape& s, double per_head) {
   return per_head * double(s.batch * s.heads) * double(s.tokens * s.tokens) * double(s.dim / s.heads);
 }
 
 void BM_attention_forward(benchmark::State& state) {
   const Shape& s = shapes()[size_t(state.range(0))];
-  Tensor qkv = random_tensor({s.batch, s.tokens, 3 * s.dim}, 1);
+  Tensor qkv = random_normal_tensor({s.batch, s.tokens, 3 * s.dim}, 1);
   Tensor probs;
   for (auto _ : state) benchmark::DoNotOptimize(vitune::ops::attention_forward(qkv, s.heads, probs));
   state.SetLabel(s.name);
@@ -51,8 +46,8 @@ void BM_attention_forward(benchmark::State& state) {
 
 void BM_attention_backward(benchmark::State& state) {
   const Shape& s = shapes()[size_t(state.range(0))];
-  Tensor qkv = random_tensor({s.batch, s.tokens, 3 * s.dim}, 1);
-  Tensor dctx = random_tensor({s.batch, s.tokens, s.dim}, 2);
+  Tensor qkv = random_normal_tensor({s.batch, s.tokens, 3 * s.dim}, 1);
+  Tensor dctx = random_normal_tensor({s.batch, s.tokens, s.dim}, 2);
   Tensor probs;
   vitune::ops::attention_forward(qkv, s.heads, probs);
   for (auto _ : state) benchmark::DoNotOptimize(vitune::ops::attention_backward(dctx, qkv, probs, s.heads));

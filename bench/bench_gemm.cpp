@@ -20,9 +20,9 @@
 #include "engine/cpu/blas.h"
 #include "engine/cpu/gemm_kernel.h"
 #include "engine/cpu/isa.h"
+#include "bench/random_tensor.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
-#include "engine/random.h"
 
 namespace {
 
@@ -74,10 +74,10 @@ struct GemmCase {
   Tensor c;
 };
 
+// An operand: seed 0, and a stream per operand (x 1, W 2, dY 3), so that a product's
+// operands are the same in every pass.
 Tensor random_matrix(int64_t rows, int64_t cols, uint64_t stream) {
-  Tensor t({rows, cols}, vitune::DType::F32, vitune::Device::cpu());
-  vitune::fill_normal(t, 0, stream, 0.0, 1.0);
-  return t;
+  return vitune::bench::random_normal_tensor({rows, cols}, 0, stream);
 }
 
 GemmCase make_case(const LinearLayer& layer, Pass pass, int64_t rows) {

@@ -13,13 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "bench/random_tensor.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
-#include "engine/random.h"
 
 namespace {
 
 using vitune::Tensor;
+using vitune::bench::random_normal_tensor;
 
 struct Layer {
   const char* name;
@@ -34,12 +35,6 @@ const std::vector<Layer>& layers() {
       {"vit_b16/fc1", 1576, 768, 3072},    {"vit_b16/fc2", 1576, 3072, 768},
   };
   return all;
-}
-
-Tensor random_matrix(int64_t rows, int64_t cols, uint64_t seed) {
-  Tensor t({rows, cols}, vitune::DType::F32, vitune::Device::cpu());
-  vitune::fill_normal(t, seed, 0, 0.0, 1.0);
-  return t;
 }
 
 Tensor selection(const Layer& layer, int64_t per_row) {
@@ -58,8 +53,8 @@ Tensor selection(const Layer& layer, int64_t per_row) {
 void BM_weight_grad(benchmark::State& state) {
   const Layer& layer = layers()[size_t(state.range(0))];
   const int64_t per_row = state.range(1);
-  Tensor x = random_matrix(layer.tokens, layer.in, 1);
-  Tensor dy = random_matrix(layer.tokens, layer.out, 2);
+  Tensor x = random_normal_tensor({layer.tokens, layer.in}, 1);
+  Tensor dy = random_normal_tensor({layer.tokens, layer.out}, 2);
   Tensor dense = Tensor::zeros({layer.out, layer.in}, vitune::DType::F32, vitune::Device::cpu());
   auto dense_product = [&] { vitune::ops::gemm(true, false, 1.0, dy, x, 1.0, dense); };
   // The dense case (k = 0) times the dense product alone; the selection is made anyway.
