@@ -81,13 +81,13 @@ struct Bf16Kernel {
   static constexpr int kMr = 12;                  // rows of the register tile (broadcast pairs from A)
   static constexpr int kNr = 32;                  // columns: two vectors of 16 pairs of B
   static constexpr int64_t kKc = 256;             // pairs per block: a B strip is 32 KiB, in L1
-  static constexpr int64_t kPrefetchA = 8 * kMr;  // prefetch the A strip 8 pairs ahead
 
   // acc (12 x 32) = sum over kc pairs of the A strip's pair times the B strip's pairs,
   // then stored by store_c_tile. Meanwhile fetches 2 kc words from b_next into L2.
-  static VITUNE_TARGET_AVX512_BF16 void micro_kernel(int64_t kc, const float* ap, const float* bp, float* c,
-                                                     int64_t ldc, int rows, int cols, float alpha, float beta,
-                                                     bool first, const float* b_next) {
+  template <bool kInPlaceA>
+  static VITUNE_TARGET_AVX512_BF16 void micro_kernel(int64_t kc, gemm_driver::AStrip<kInPlaceA, kMr> a, const float* bp,
+                                    float* c, int64_t ldc, int rows, int cols, float alpha, float beta, bool first,
+                                    const float* b_next) {
     gemm_driver::prefetch_c_tile(c, ldc, rows, cols);
     __m512 acc[kMr][2];
 #pragma GCC unroll 12
@@ -96,15 +96,15 @@ struct Bf16Kernel {
     for (int64_t p = 0; p < kc; ++p) {
       const __m512bh b0 = (__m512bh)_mm512_load_ps(bp);
       const __m512bh b1 = (__m512bh)_mm512_load_ps(bp + 16);
-      _mm_prefetch(reinterpret_cast<const char*>(ap + kPrefetchA), _MM_HINT_T0);
+      a.prefetch(p);
       _mm_prefetch(reinterpret_cast<const char*>(b_next + 2 * p), _MM_HINT_T1);
 #pragma GCC unroll 12
       for (int r = 0; r < kMr; ++r) {
-        const __m512bh av = (__m512bh)_mm512_set1_ps(ap[r]);
+        const __m512bh av = (__m512bh)_mm512_set1_ps(a.at(r));
         acc[r][0] = _mm512_dpbf16_ps(acc[r][0], b0, av);
         acc[r][1] = _mm512_dpbf16_ps(acc[r][1], b1, av);
       }
-      ap += kMr;
+      a.next();
       bp += kNr;
     }
     gemm_driver::store_c_tile<kMr>(acc, c, ldc, rows, cols, alpha, beta, first);

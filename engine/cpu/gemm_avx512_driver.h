@@ -10,7 +10,8 @@
 //     zero-padded), shared by the threads
 //   the threads take equal contiguous ranges of kMr row strips of op(A); in each,
 //   for each group of up to kMcStrips = 16 strips:
-//     pack the group's rows of op(A) for all of K
+//     pack the group's rows of op(A) for all of K (or, for a row-major A and a
+//       product of few B strips, read A in place: reads_a_in_place)
 //     for each block of kNcStrips = 8 B strips (a block of C that stays in L2)
 //       for each block of K, in order
 //         for each B strip   (stays in L1 for the 16 calls)
@@ -44,6 +45,7 @@ namespace vitune::cpu::gemm_driver {
 constexpr int64_t kMcStrips = 16;                   // A strips per group
 constexpr int64_t kNcStrips = 8;                    // B strips per block of C
 constexpr int64_t kSerialFlops = int64_t(1) << 21;  // smaller products run on one thread
+constexpr int64_t kInPlaceMaxStrips = 4;            // at most this many B strips read a row-major A in place
 
 // A 64-byte aligned scratch buffer per thread, grown on demand and kept.
 inline float* scratch(std::vector<float>& buffer, size_t floats) {
@@ -135,6 +137,71 @@ VITUNE_TARGET_AVX512 void pack_a_strips(bool trans_a, const float* a, int64_t ld
   }
 }
 
+// Whether a row-major A, rows lda elements apart, is read in place rather than packed by
+// a product of col_strips B strips. Packing costs a pass over A that pays back only where
+// many B strips reuse the packed strips: measured on the Fashion-MNIST ViT's products (K
+// of 64 to 256), reading in place took 0.85-0.91x the time at 2 B strips and 1.03-1.06x
+// at 6 to 8. Nor in place where kMr of its rows would crowd into fewer than kMr / 3 of the
+// L1's 64 sets (lda a multiple of 512 floats, say): they and the B strip would evict each
+// other.
+template <int kMr>
+inline bool reads_a_in_place(int64_t lda, int64_t col_strips) {
+  if (col_strips > kInPlaceMaxStrips) return false;
+  bool used[64] = {};
+  int sets = 0;
+  for (int64_t r = 0; r < kMr; ++r) {
+    const int64_t set = (r * lda * int64_t(sizeof(float)) / 64) % 64;
+    sets += used[set] ? 0 : 1;
+    used[set] = true;
+  }
+  return 3 * sets >= kMr;
+}
+
+// A micro-kernel's strip of op(A), kMr rows by kc, one step of k at a time: packed (row r
+// of the step at p[r], the next step kMr further on) or a row-major A read in place (row
+// r at p[r * lda], the next step one further on). In place, rows 0, 4 and 8 are bases and
+// the others sit lda, 2 lda or 3 lda past one, offsets that x86's base + index * scale
+// addressing takes, so the twelve rows cost five registers.
+template <bool kInPlace, int kMr>
+class AStrip {
+  static_assert(kMr <= 12, "in place, rows are reached from three bases four rows apart");
+
+ public:
+  AStrip(const float* p, int64_t lda) : row0_(p), row4_(p + 4 * lda), row8_(p + 8 * lda), lda_(lda) {}
+
+  __attribute__((always_inline)) float at(int r) const {
+    if (!kInPlace) return row0_[r];
+    const float* base = r < 4 ? row0_ : r < 8 ? row4_ : row8_;
+    const int q = r % 4;
+    return base[q == 0 ? 0 : q == 1 ? lda_ : q == 2 ? 2 * lda_ : 3 * lda_];
+  }
+  // Fetches, at step k, what comes later into L1: a packed strip 8 steps ahead; in place,
+  // every 16 steps, a line of each row of the next strip (the first pass over a strip
+  // reads it from L2 or memory, as packing would have).
+  __attribute__((always_inline)) void prefetch(int64_t k) const {
+    if (!kInPlace) return _mm_prefetch(reinterpret_cast<const char*>(row0_ + 8 * kMr), _MM_HINT_T0);
+    if (k % 16 != 0) return;
+    const float* next = row0_ + kMr * lda_;
+    for (int r = 0; r < kMr; ++r) _mm_prefetch(reinterpret_cast<const char*>(next + r * lda_), _MM_HINT_T0);
+  }
+
+  __attribute__((always_inline)) void next() {
+    if (!kInPlace) {
+      row0_ += kMr;
+      return;
+    }
+    ++row0_;
+    ++row4_;
+    ++row8_;
+  }
+
+ private:
+  const float* row0_;
+  const float* row4_;
+  const float* row8_;
+  int64_t lda_;
+};
+
 // The C tile is read at the end of a micro-kernel; fetching it into L2 at the start
 // hides the miss behind the multiply-adds (in L1 the A stream would evict it).
 __attribute__((always_inline)) VITUNE_TARGET_AVX512 inline void prefetch_c_tile(const float* c, int64_t ldc,
@@ -173,11 +240,14 @@ __attribute__((always_inline)) VITUNE_TARGET_AVX512 inline void store_c_tile(con
 }
 
 // Row-major C = alpha op(A) op(B) + beta C with Kernel, whose
-//   static void micro_kernel(int64_t kc, const float* ap, const float* bp, float* c,
-//       int64_t ldc, int rows, int cols, float alpha, float beta, bool first,
+//   template <bool kInPlaceA>
+//   static void micro_kernel(int64_t kc, AStrip<kInPlaceA, kMr> a, const float* bp,
+//       float* c, int64_t ldc, int rows, int cols, float alpha, float beta, bool first,
 //       const float* b_next);
 // computes the tile of an A strip and a B strip over kc, stores it with store_c_tile and
 // meanwhile fetches its slice of the next B strip (2 kc elements from b_next) into L2.
+// Where reads_a_in_place says so, a row-major A is read in place but for a last strip of
+// fewer than kMr rows, which is packed (zero-padded).
 template <typename Kernel>
 void run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
          const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
@@ -191,6 +261,7 @@ void run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alph
   const int64_t col_strips = (n + kNr - 1) / kNr;
   const int64_t row_strips = (m + kMr - 1) / kMr;
   const bool serial = 2 * m * n * k < kSerialFlops;
+  const bool in_place = !trans_a && reads_a_in_place<kMr>(lda, col_strips);
   auto block_k0 = [&](int64_t block) { return block * kc_max; };
   auto block_kc = [&](int64_t block) { return std::min(kc_max, k - block * kc_max); };
 
@@ -220,9 +291,12 @@ void run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alph
     const int64_t groups = (end - begin + kMcStrips - 1) / kMcStrips;
     for (int64_t g = 0; g < groups; ++g) {
       const int64_t s0 = begin + (end - begin) * g / groups, s1 = begin + (end - begin) * (g + 1) / groups;
-      for (int64_t block = 0; block < k_blocks; ++block) {
-        pack_a_strips<kMr>(trans_a, a, lda, s0 * kMr, std::min(m, s1 * kMr) - s0 * kMr, block_k0(block),
-                           block_kc(block), packed_a + a_offset(block, 0));
+      const int64_t first_packed = in_place ? std::max(s0, std::min(s1, m / kMr)) : s0;
+      if (first_packed < s1) {
+        for (int64_t block = 0; block < k_blocks; ++block) {
+          pack_a_strips<kMr>(trans_a, a, lda, first_packed * kMr, std::min(m, s1 * kMr) - first_packed * kMr,
+                             block_k0(block), block_kc(block), packed_a + a_offset(block, first_packed - s0));
+        }
       }
       for (int64_t t0 = 0; t0 < col_strips; t0 += kNcStrips) {
         const int64_t t1 = std::min(col_strips, t0 + kNcStrips);
@@ -237,9 +311,17 @@ void run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alph
                                                                      : b_offset(0, std::min(t1, col_strips - 1)));
             for (int64_t s = s0; s < s1; ++s) {
               const int64_t i0 = s * kMr;
-              Kernel::micro_kernel(kc, packed_a + a_offset(block, s - s0), packed_b + b_offset(block, t),
-                                   c + i0 * ldc + j0, ldc, int(std::min<int64_t>(kMr, m - i0)), cols, alpha, beta,
-                                   block == 0, b_next + (s - s0) * 2 * kc);
+              const int rows = int(std::min<int64_t>(kMr, m - i0));
+              const float* b_strip = packed_b + b_offset(block, t);
+              const float* next = b_next + (s - s0) * 2 * kc;
+              float* c_tile = c + i0 * ldc + j0;
+              if (s < first_packed) {
+                const AStrip<true, kMr> a_strip(a + i0 * lda + block_k0(block), lda);
+                Kernel::micro_kernel(kc, a_strip, b_strip, c_tile, ldc, rows, cols, alpha, beta, block == 0, next);
+              } else {
+                const AStrip<false, kMr> a_strip(packed_a + a_offset(block, s - s0), kMr);
+                Kernel::micro_kernel(kc, a_strip, b_strip, c_tile, ldc, rows, cols, alpha, beta, block == 0, next);
+              }
             }
           }
         }

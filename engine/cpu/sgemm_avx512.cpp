@@ -31,14 +31,14 @@ struct Fp32Kernel {
   static constexpr int kMr = 12;                  // rows of the register tile (broadcasts from A)
   static constexpr int kNr = 32;                  // columns: two 16-float vectors of B
   static constexpr int64_t kKc = 256;             // a B strip of kKc x kNr floats is 32 KiB, in L1
-  static constexpr int64_t kPrefetchA = 8 * kMr;  // prefetch the A strip 8 steps of k ahead
 
   // acc (12 x 32) = sum over kc of a column of the A strip times a row of the B strip, then
   // stored by store_c_tile. Meanwhile fetches 2 kc floats from b_next into L2: a slice of
   // the B strip that comes next.
-  static VITUNE_TARGET_AVX512 void micro_kernel(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc,
-                                         int rows, int cols, float alpha, float beta, bool first,
-                                         const float* b_next) {
+  template <bool kInPlaceA>
+  static VITUNE_TARGET_AVX512 void micro_kernel(int64_t kc, gemm_driver::AStrip<kInPlaceA, kMr> a, const float* bp,
+                                    float* c, int64_t ldc, int rows, int cols, float alpha, float beta, bool first,
+                                    const float* b_next) {
     gemm_driver::prefetch_c_tile(c, ldc, rows, cols);
     __m512 acc[kMr][2];
 #pragma GCC unroll 12
@@ -47,15 +47,15 @@ struct Fp32Kernel {
     for (int64_t k = 0; k < kc; ++k) {
       const __m512 b0 = _mm512_load_ps(bp);
       const __m512 b1 = _mm512_load_ps(bp + 16);
-      _mm_prefetch(reinterpret_cast<const char*>(ap + kPrefetchA), _MM_HINT_T0);
+      a.prefetch(k);
       _mm_prefetch(reinterpret_cast<const char*>(b_next + 2 * k), _MM_HINT_T1);
 #pragma GCC unroll 12
       for (int r = 0; r < kMr; ++r) {
-        const __m512 av = _mm512_set1_ps(ap[r]);
+        const __m512 av = _mm512_set1_ps(a.at(r));
         acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
         acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
       }
-      ap += kMr;
+      a.next();
       bp += kNr;
     }
     gemm_driver::store_c_tile<kMr>(acc, c, ldc, rows, cols, alpha, beta, first);

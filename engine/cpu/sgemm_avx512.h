@@ -1,5 +1,6 @@
 // vitune's own fp32 GEMM for CPUs with AVX-512: B packed once and shared by the threads,
-// A packed per group of rows, C blocked to stay in L2, a 12 x 32 register-tile micro-kernel.
+// A packed per group of rows (or read in place where few B strips would reuse it), C
+// blocked to stay in L2, a 12 x 32 register-tile micro-kernel.
 #pragma once
 
 #include <cstdint>

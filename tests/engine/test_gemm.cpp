@@ -8,6 +8,9 @@
 #include <vector>
 
 #include "engine/cpu/sgemm_avx512.h"
+#if VITUNE_X86_LEVELS
+#include "engine/cpu/gemm_avx512_driver.h"
+#endif
 #include "engine/flop_counter.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
@@ -81,15 +84,29 @@ TEST(Gemm, LongSumsSpanningSeveralBlocksOfKMatchTheReference) {
 }
 
 #if VITUNE_X86_LEVELS  // the kernel is compiled on x86 only
+// A row-major A is read in place by products of few B strips, unless its rows would
+// crowd a few L1 sets.
+TEST(Gemm, Avx512KernelReadsARowMajorAInPlaceForFewBStripsUnlessItsRowsShareL1Sets) {
+  using cpu::gemm_driver::reads_a_in_place;
+  EXPECT_TRUE(reads_a_in_place<12>(64, 2));    // rows 4 lines apart: 12 sets
+  EXPECT_TRUE(reads_a_in_place<12>(768, 4));   // 48 lines apart: 4 sets
+  EXPECT_TRUE(reads_a_in_place<12>(1024 + 5, 1));
+  EXPECT_FALSE(reads_a_in_place<12>(64, 5));   // packing pays back over 5 B strips
+  EXPECT_FALSE(reads_a_in_place<12>(512, 2));  // 2 sets
+  EXPECT_FALSE(reads_a_in_place<12>(3072, 2)); // 192 lines apart: 1 set
+}
+
 // The AVX-512 kernel itself, on strided operands: every row of A, B and C is padded
 // (lda, ldb, ldc beyond the width, the padding filled with NaN so that a read of it would
 // show), at sizes around its register tile (12 x 32), its blocks of K and of C, in every
-// transpose combination; 1 to 4 threads give the same bits.
+// transpose combination; 1 to 4 threads give the same bits. A row-major A is read in
+// place (its last strip of fewer than 12 rows packed) but for n = 257 (9 B strips) and
+// k = 1019 (rows 1024 floats apart), where it is packed throughout.
 TEST(Gemm, Avx512KernelOnPaddedOperandsAroundItsTileAndBlockEdges) {
   if (!cpu::has_avx512()) GTEST_SKIP() << "this CPU has no AVX-512: the kernel is never used here";
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const int64_t shapes[][3] = {{1, 1, 1}, {11, 31, 7}, {12, 32, 256}, {13, 33, 257},
-                               {25, 65, 300}, {193, 257, 129}, {200, 40, 600}};
+                               {25, 65, 300}, {193, 257, 129}, {200, 40, 600}, {30, 40, 1019}};
   int before = num_threads();
   for (const auto& mnk : shapes) {
     const int64_t m = mnk[0], n = mnk[1], k = mnk[2];
