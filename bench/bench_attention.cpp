@@ -9,10 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/op_benchmark_main.h"
 #include "bench/random_tensor.h"
-#include "engine/cpu/isa.h"
 #include "engine/ops.h"
-#include "engine/parallel.h"
 
 namespace {
 
@@ -61,13 +60,4 @@ BENCHMARK(BM_attention_backward)->DenseRange(0, 1)->UseRealTime()->Unit(benchmar
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  // The host kernels' loops are compiled per instruction-set level; say which one ran.
-  benchmark::AddCustomContext("cpu_isa", vitune::cpu::isa_name(vitune::cpu::cpu_isa()));
-  benchmark::AddCustomContext("threads", std::to_string(vitune::num_threads()));
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return vitune::bench::run_op_benchmarks(argc, argv); }

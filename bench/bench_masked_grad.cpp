@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/op_benchmark_main.h"
 #include "bench/random_tensor.h"
 #include "engine/ops.h"
 #include "engine/parallel.h"
@@ -90,11 +91,4 @@ BENCHMARK(BM_weight_grad)->Apply(layer_arguments)->UseManualTime()->Unit(benchma
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::AddCustomContext("threads", std::to_string(vitune::num_threads()));
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return vitune::bench::run_op_benchmarks(argc, argv); }
