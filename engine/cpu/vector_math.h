@@ -50,29 +50,37 @@ inline Floats exp_nonpositive(Floats x) {
   return x < lowest ? Floats{} : series * power_of_two;
 }
 
-// erfc(z) for z >= 0 with relative error below 1.2e-7 everywhere (the Chebyshev fit of
-// Numerical Recipes' erfcc): erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2), P a
-// degree-9 polynomial. Relative accuracy matters: the normal CDF of a negative x is
-// erfc(|x| / sqrt 2) / 2, a tiny number that 1 - erf would cancel away.
-inline Floats erfc_nonnegative(Floats z) {
+// The scaled complementary error function erfcx(z) = e^(z^2) erfc(z) for z >= 0, as
+// t Q(t) with t = 1 / (1 + z/2) in (0, 1]: Q is smooth in t, and a degree-9 polynomial in
+// s = t - 0.585 (a least-squares fit for relative error on Chebyshev nodes of t in
+// [0.17, 1], so z up to 9.8, past which e^(-z^2) erfcx(z) is below the smallest normal
+// float) matches it within 1e-8. In floats, with t's division, within 3e-7.
+inline Floats erfcx_nonnegative(Floats z) {
   const Floats t = 1.0f / (1.0f + 0.5f * z);
-  Floats p = t * 0.17087277f - 0.82215223f;
-  p = p * t + 1.48851587f;
-  p = p * t - 1.13520398f;
-  p = p * t + 0.27886807f;
-  p = p * t - 0.18628806f;
-  p = p * t + 0.09678418f;
-  p = p * t + 0.37409196f;
-  p = p * t + 1.00002368f;
-  p = p * t - 1.26551223f;
-  return t * exp_nonpositive(p - z * z);
+  const Floats s = t - 0.585f;
+  Floats q = s * 0.014263695f - 0.058416963f;
+  q = q * s + 0.0027007256f;
+  q = q * s + 0.11189469f;
+  q = q * s - 0.048397016f;
+  q = q * s - 0.20446454f;
+  q = q * s + 0.081076719f;
+  q = q * s + 0.58809781f;
+  q = q * s + 0.78489351f;
+  q = q * s + 0.57331848f;
+  return t * q;
 }
 
-// The standard normal CDF Phi(x) = erfc(-x / sqrt 2) / 2, accurate in relative terms for
-// negative x and in absolute terms (1 - tail) for positive x.
-inline Floats normal_cdf(Floats x) {
-  const Floats z = (x < 0 ? -x : x) * 0.70710678118654752f;
-  const Floats tail = 0.5f * erfc_nonnegative(z);
+// The standard normal CDF Phi(x) = e^(-x^2 / 2) erfcx(|x| / sqrt 2) / 2 for negative x and
+// 1 minus that for positive x, and the density phi(x) = e^(-x^2 / 2) / sqrt(2 pi) from the
+// same exponential. Accurate in relative terms for negative x (a tiny number that
+// 1 + erf(x / sqrt 2) would cancel away) and in absolute terms for positive x. The
+// exponent x^2 / 2 is rounded once, from x itself, and its error grows with x^2: against
+// double precision on 25,000 floats of [-12, 6], Phi was within 4.1e-6 of itself for x
+// in [-12, -8], 1.1e-6 in [-8, -4] and 5e-7 in [-4, 0], and within 4e-7 absolute above.
+inline Floats normal_cdf(Floats x, Floats& pdf) {
+  const Floats gauss = exp_nonpositive(-0.5f * (x * x));
+  const Floats tail = 0.5f * gauss * erfcx_nonnegative((x < 0 ? -x : x) * 0.70710678118654752f);
+  pdf = 0.39894228040143268f * gauss;
   return x < 0 ? tail : 1.0f - tail;
 }
 
