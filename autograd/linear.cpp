@@ -48,11 +48,12 @@ Tensor dense_forward(const Variable& x, const Variable& weight, const Variable& 
   Tensor y = Tensor::like(xv, out_shape);
   x2 = xv.reshape({-1, in_features});
   Tensor y2 = y.reshape({-1, out_features});
-  ops::gemm(false, true, 1.0, x2, w, 0.0, y2);
   if (bias.defined()) {
     VITUNE_CHECK(bias.value().numel() == out_features, "linear '", bias.name(), "': bias ",
                  bias.value().str(), " for ", out_features, " outputs");
-    ops::add_row_broadcast(y2, bias.value());
+    ops::linear_forward(x2, w, bias.value(), y2);
+  } else {
+    ops::gemm(false, true, 1.0, x2, w, 0.0, y2);
   }
   return y;
 }

@@ -4,7 +4,8 @@
 // width 64), the forward product and both backward products as autograd::linear
 // issues them. Reports GFLOP/s and the fraction of a stated peak
 // (VITUNE_PEAK_GFLOPS, default 438: two AVX-512 cores at fp32), and contrasts the
-// plain reference loop with ops::gemm at one small shape. The ViT-B/16 products run again
+// plain reference loop with ops::gemm at one small shape. The Fashion-MNIST forward
+// products also run with their bias, added in the kernel or by a separate pass. The ViT-B/16 products run again
 // as ops::gemm_bf16 (bf16 operands, fp32 accumulation: the products of --bf16), against
 // twice that peak (vdpbf16ps does two multiply-adds per fp32 lane where an FMA does one),
 // and as the emulation that runs where the CPU lacks AVX512_BF16 (operands rounded, then
@@ -97,12 +98,14 @@ GemmCase make_case(const LinearLayer& layer, Pass pass, int64_t rows) {
 
 using GemmFunction = void (*)(bool, bool, double, const Tensor&, const Tensor&, double, Tensor&);
 
-// Times `gemm` on one case and sets the rate counters; flops = 2 M N K per call.
-void run_gemm(benchmark::State& state, GemmFunction gemm, GemmCase& gemm_case, int64_t flops,
-              double peak_gflops) {
+// Times `product` (which writes gemm_case.c) and sets the rate counters; flops = 2 M N K
+// per call.
+template <typename Product>
+void run_product(benchmark::State& state, const Product& product, GemmCase& gemm_case, int64_t flops,
+                 double peak_gflops) {
   auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
-    gemm(gemm_case.trans_a, gemm_case.trans_b, 1.0, gemm_case.a, gemm_case.b, gemm_case.beta, gemm_case.c);
+    product();
     benchmark::DoNotOptimize(gemm_case.c.raw());
     benchmark::ClobberMemory();
   }
@@ -110,6 +113,15 @@ void run_gemm(benchmark::State& state, GemmFunction gemm, GemmCase& gemm_case, i
   double total_gflop = 1e-9 * double(flops) * double(state.iterations());
   state.counters["GFLOP/s"] = benchmark::Counter(total_gflop, benchmark::Counter::kIsRate);
   state.counters["peak_fraction"] = seconds > 0 ? total_gflop / seconds / peak_gflops : 0.0;
+}
+
+// Times `gemm` on one case.
+void run_gemm(benchmark::State& state, GemmFunction gemm, GemmCase& gemm_case, int64_t flops,
+              double peak_gflops) {
+  run_product(
+      state,
+      [&] { gemm(gemm_case.trans_a, gemm_case.trans_b, 1.0, gemm_case.a, gemm_case.b, gemm_case.beta, gemm_case.c); },
+      gemm_case, flops, peak_gflops);
 }
 
 std::string shape_label(int64_t m, int64_t n, int64_t k) {
@@ -125,6 +137,26 @@ void register_layer_pass(const char* prefix, GemmFunction gemm, const LinearLaye
     int64_t k = pass == Pass::Forward ? layer.in : pass == Pass::InputGrad ? layer.out : layer.rows;
     state.SetLabel(shape_label(m, n, k));
     run_gemm(state, gemm, gemm_case, 2 * m * n * k, peak_gflops);
+  })->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+
+// A layer's forward product with its bias: "linear_forward/..." adds it in the kernel's
+// tile stores (ops::linear_forward), "gemm_then_bias_add/..." runs the product and then
+// ops::add_row_broadcast, the pass over the output that the first saves.
+void register_forward_with_bias(const LinearLayer& layer, bool fused, double peak_gflops) {
+  std::string name = std::string(fused ? "linear_forward/" : "gemm_then_bias_add/") + layer.model + "/" + layer.layer;
+  benchmark::RegisterBenchmark(name.c_str(), [layer, fused, peak_gflops](benchmark::State& state) {
+    GemmCase f = make_case(layer, Pass::Forward, layer.rows);
+    const Tensor bias = random_matrix(1, layer.out, 4).reshape({layer.out});
+    state.SetLabel(shape_label(layer.rows, layer.out, layer.in));
+    run_product(
+        state,
+        [&] {
+          if (fused) return vitune::ops::linear_forward(f.a, f.b, bias, f.c);
+          vitune::ops::gemm(false, true, 1.0, f.a, f.b, 0.0, f.c);
+          vitune::ops::add_row_broadcast(f.c, bias);
+        },
+        f, 2 * layer.rows * layer.out * layer.in, peak_gflops);
   })->UseRealTime()->Unit(benchmark::kMillisecond);
 }
 
@@ -188,6 +220,11 @@ int main(int argc, char** argv) {
   const Pass passes[] = {Pass::Forward, Pass::InputGrad, Pass::WeightGrad};
   for (const LinearLayer& layer : vit_layers("fmnist", 64, 256, kFmnistRows)) {
     for (Pass pass : passes) register_layer_pass("gemm", vitune::ops::gemm, layer, pass, peak_gflops);
+  }
+  for (bool fused : {false, true}) {
+    for (const LinearLayer& layer : vit_layers("fmnist", 64, 256, kFmnistRows)) {
+      register_forward_with_bias(layer, fused, peak_gflops);
+    }
   }
   for (const LinearLayer& layer : vit_layers("vit_ti16", 192, 768)) {
     for (Pass pass : passes) register_layer_pass("gemm", vitune::ops::gemm, layer, pass, peak_gflops);

@@ -67,6 +67,16 @@ void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tenso
   }
 }
 
+void linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y) {
+  one_device("linear_forward", {&x, &w, &bias, &y});
+  if (autocast_product(x, w)) {
+    VITUNE_ON_DEVICE(x, gemm_bf16(false, true, 1.0, x, w, 0.0, y));
+    VITUNE_ON_DEVICE(y, add_row_broadcast(y, bias));
+  } else {
+    VITUNE_ON_DEVICE(x, linear_forward(x, w, bias, y));
+  }
+}
+
 void gemm_batched(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b,
                   double beta, Tensor& c) {
   one_device("gemm_batched", {&a, &b, &c});

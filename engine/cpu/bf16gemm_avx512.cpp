@@ -87,7 +87,7 @@ struct Bf16Kernel {
   template <bool kInPlaceA>
   static VITUNE_TARGET_AVX512_BF16 void micro_kernel(int64_t kc, gemm_driver::AStrip<kInPlaceA, kMr> a, const float* bp,
                                     float* c, int64_t ldc, int rows, int cols, float alpha, float beta, bool first,
-                                    const float* b_next) {
+                                    const float* bias, const float* b_next) {
     gemm_driver::prefetch_c_tile(c, ldc, rows, cols);
     __m512 acc[kMr][2];
 #pragma GCC unroll 12
@@ -107,7 +107,7 @@ struct Bf16Kernel {
       a.next();
       bp += kNr;
     }
-    gemm_driver::store_c_tile<kMr>(acc, c, ldc, rows, cols, alpha, beta, first);
+    gemm_driver::store_c_tile<kMr>(acc, c, ldc, rows, cols, alpha, beta, first, bias);
   }
 };
 
@@ -126,7 +126,7 @@ void bf16gemm_avx512(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
   pair_along_k(trans_b, b, ldb, k, n, b_pairs);
   const int64_t lda_pairs = trans_a ? m : pairs, ldb_pairs = trans_b ? pairs : n;
   gemm_driver::run<Bf16Kernel>(trans_a, trans_b, m, n, pairs, alpha, a_pairs, lda_pairs, b_pairs, ldb_pairs, beta, c,
-                               ldc);
+                               ldc, nullptr);
 }
 
 }  // namespace vitune::cpu

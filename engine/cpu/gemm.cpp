@@ -132,6 +132,26 @@ void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tenso
   });
 }
 
+// The AVX-512 kernel adds the bias as it stores each tile; the other paths (f64, OpenBLAS)
+// run the product, then add_row_broadcast.
+void linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y) {
+  const char* op = "linear_forward";
+  const GemmShape s = gemm_shape(false, true, x, w, y, op);
+  cpu::check_float(bias, op);
+  op_checks::last_dim_vector(y, bias, "bias", op);
+  VITUNE_CHECK(bias.dtype() == x.dtype(), op, ": bias ", bias.str(), " does not have the dtype of x ", x.str());
+#if VITUNE_X86_LEVELS
+  if (x.dtype() == DType::F32 && cpu::gemm_kernel() == cpu::GemmKernel::Avx512) {
+    count_flops(2 * s.m * s.n * s.k);
+    cpu::sgemm_avx512(false, true, s.m, s.n, s.k, 1.0f, x.kernel_data<float>(), s.k, w.kernel_data<float>(), s.k,
+                      0.0f, y.kernel_data<float>(), s.n, bias.kernel_data<float>());
+    return;
+  }
+#endif
+  gemm(false, true, 1.0, x, w, 0.0, y);
+  add_row_broadcast(y, bias);
+}
+
 void gemm_batched(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b,
                   double beta, Tensor& c) {
   const char* op = "gemm_batched";

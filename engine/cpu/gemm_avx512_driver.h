@@ -212,16 +212,21 @@ __attribute__((always_inline)) VITUNE_TARGET_AVX512 inline void prefetch_c_tile(
   }
 }
 
-// C = alpha acc + (first block ? beta C : C) on the rows x cols corner of a kMr x 32
-// tile that exists (C is not read on the first block when beta is 0).
+// C = alpha acc + (first block ? beta C : C), then + bias[0 .. cols) on each row when
+// bias is not null (the last block of K), on the rows x cols corner of a kMr x 32 tile
+// that exists (C is not read on the first block when beta is 0). With the bias added
+// last, C holds the bits of the product followed by a separate bias add.
 template <int kMr>
 __attribute__((always_inline)) VITUNE_TARGET_AVX512 inline void store_c_tile(const __m512 (&acc)[kMr][2], float* c,
                                                                              int64_t ldc, int rows, int cols,
-                                                                             float alpha, float beta, bool first) {
+                                                                             float alpha, float beta, bool first,
+                                                                             const float* bias) {
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
   const __mmask16 m0 = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
   const __mmask16 m1 =
       cols >= 32 ? __mmask16(0xFFFF) : cols <= 16 ? __mmask16(0) : __mmask16((1u << (cols - 16)) - 1);
+  const __m512 bias0 = bias ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
+  const __m512 bias1 = bias ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
 #pragma GCC unroll 12
   for (int r = 0; r < kMr; ++r) {
     if (r >= rows) break;
@@ -234,6 +239,10 @@ __attribute__((always_inline)) VITUNE_TARGET_AVX512 inline void store_c_tile(con
       x0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, cr), x0);
       x1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, cr + 16), x1);
     }
+    if (bias) {
+      x0 = _mm512_add_ps(x0, bias0);
+      x1 = _mm512_add_ps(x1, bias1);
+    }
     _mm512_mask_storeu_ps(cr, m0, x0);
     _mm512_mask_storeu_ps(cr + 16, m1, x1);
   }
@@ -243,14 +252,16 @@ __attribute__((always_inline)) VITUNE_TARGET_AVX512 inline void store_c_tile(con
 //   template <bool kInPlaceA>
 //   static void micro_kernel(int64_t kc, AStrip<kInPlaceA, kMr> a, const float* bp,
 //       float* c, int64_t ldc, int rows, int cols, float alpha, float beta, bool first,
-//       const float* b_next);
-// computes the tile of an A strip and a B strip over kc, stores it with store_c_tile and
+//       const float* bias, const float* b_next);
+// computes the tile of an A strip and a B strip over kc, stores it with store_c_tile
+// (bias: the tile's columns of the bias row on the last block of K, else null) and
 // meanwhile fetches its slice of the next B strip (2 kc elements from b_next) into L2.
+// A bias row (n floats, or null) is added to every row of C after the whole sum.
 // Where reads_a_in_place says so, a row-major A is read in place but for a last strip of
 // fewer than kMr rows, which is packed (zero-padded).
 template <typename Kernel>
 void run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-         const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+         const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias) {
   constexpr int kMr = Kernel::kMr, kNr = Kernel::kNr;
   static_assert(kNr == 32, "store_c_tile writes two 16-float vectors per row");
   if (m == 0 || n == 0) return;
@@ -315,12 +326,15 @@ void run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alph
               const float* b_strip = packed_b + b_offset(block, t);
               const float* next = b_next + (s - s0) * 2 * kc;
               float* c_tile = c + i0 * ldc + j0;
+              const float* bias_tile = bias && block == k_blocks - 1 ? bias + j0 : nullptr;
               if (s < first_packed) {
                 const AStrip<true, kMr> a_strip(a + i0 * lda + block_k0(block), lda);
-                Kernel::micro_kernel(kc, a_strip, b_strip, c_tile, ldc, rows, cols, alpha, beta, block == 0, next);
+                Kernel::micro_kernel(kc, a_strip, b_strip, c_tile, ldc, rows, cols, alpha, beta, block == 0,
+                                     bias_tile, next);
               } else {
                 const AStrip<false, kMr> a_strip(packed_a + a_offset(block, s - s0), kMr);
-                Kernel::micro_kernel(kc, a_strip, b_strip, c_tile, ldc, rows, cols, alpha, beta, block == 0, next);
+                Kernel::micro_kernel(kc, a_strip, b_strip, c_tile, ldc, rows, cols, alpha, beta, block == 0,
+                                     bias_tile, next);
               }
             }
           }

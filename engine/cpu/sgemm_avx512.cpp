@@ -38,7 +38,7 @@ struct Fp32Kernel {
   template <bool kInPlaceA>
   static VITUNE_TARGET_AVX512 void micro_kernel(int64_t kc, gemm_driver::AStrip<kInPlaceA, kMr> a, const float* bp,
                                     float* c, int64_t ldc, int rows, int cols, float alpha, float beta, bool first,
-                                    const float* b_next) {
+                                    const float* bias, const float* b_next) {
     gemm_driver::prefetch_c_tile(c, ldc, rows, cols);
     __m512 acc[kMr][2];
 #pragma GCC unroll 12
@@ -58,15 +58,15 @@ struct Fp32Kernel {
       a.next();
       bp += kNr;
     }
-    gemm_driver::store_c_tile<kMr>(acc, c, ldc, rows, cols, alpha, beta, first);
+    gemm_driver::store_c_tile<kMr>(acc, c, ldc, rows, cols, alpha, beta, first, bias);
   }
 };
 
 }  // namespace
 
 void sgemm_avx512(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                  int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  gemm_driver::run<Fp32Kernel>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+                  int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias) {
+  gemm_driver::run<Fp32Kernel>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
 }
 
 }  // namespace vitune::cpu

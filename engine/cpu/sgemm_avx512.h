@@ -13,8 +13,11 @@ namespace vitune::cpu {
 inline bool has_avx512() { return detected_isa() >= Isa::Avx512; }
 
 // Row-major C = alpha op(A) op(B) + beta C with leading dimensions, spread over the
-// thread pool. Every element of C is summed in the same order for any thread count.
+// thread pool, then, when bias (n floats) is not null, C[i, :] += bias for every row i
+// as each tile is stored: the bits of the product followed by a separate add. Every
+// element of C is summed in the same order for any thread count.
 void sgemm_avx512(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                  int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+                  int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                  const float* bias = nullptr);
 
 }  // namespace vitune::cpu

@@ -112,6 +112,12 @@ void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tenso
   });
 }
 
+// cuBLAS's product, then the bias add: two launches on the stream, in order.
+void linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y) {
+  gemm(false, true, 1.0, x, w, 0.0, y);
+  add_row_broadcast(y, bias);
+}
+
 void gemm_batched(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b,
                   double beta, Tensor& c) {
   const char* op = "gemm_batched";

@@ -36,6 +36,12 @@ TEST_F(CudaOpErrors, GemmWithOperandsOnTwoDevices) {
       Tensor c = (a_on_gpu == (other == 1)) ? host({4, 5}, 3) : device({4, 5}, 3);
       expect_refused(cat("gemm, a on ", a.device().str(), ", b on ", b.device().str(), ", c on ", c.device().str()),
                      [&] { ops::gemm(false, false, 1, a, b, 0, c); });
+      // linear_forward: w on b's device, bias on c's.
+      Tensor w = b.device().is_cpu() ? host({5, 3}, 4) : device({5, 3}, 4);
+      Tensor bias = c.device().is_cpu() ? host({5}, 5) : device({5}, 5);
+      expect_refused(cat("linear_forward, x on ", a.device().str(), ", w on ", w.device().str(), ", bias on ",
+                         bias.device().str()),
+                     [&] { ops::linear_forward(a, w, bias, c); });
       Tensor sa = a.reshape({1, 4, 3}), sb = b.reshape({1, 3, 5}), sc = c.reshape({1, 4, 5});
       expect_refused(cat("gemm_batched, a on ", a.device().str(), ", b on ", b.device().str(), ", c on ",
                          c.device().str()),

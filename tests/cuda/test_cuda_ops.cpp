@@ -172,6 +172,24 @@ TEST_F(CudaOps, AddRowBroadcast) {
   }
 }
 
+// A linear layer's forward product with its bias, at a ViT-B shape and a small one.
+TEST_F(CudaOps, LinearForward) {
+  struct Mnk {
+    int64_t m, n, k;
+  };
+  for (DType dt : kFloatTypes) {
+    for (Mnk s : {Mnk{5, 7, 3}, Mnk{394, 768, 768}}) {
+      Tensor x = uniform({s.m, s.k}, dt, 212), w = uniform({s.n, s.k}, dt, 213), bias = uniform({s.n}, dt, 214);
+      Tensor y = uniform({s.m, s.n}, dt, 215);
+      EXPECT_TRUE(gpu_matches_cpu(cat("linear_forward ", dtype_name(dt), " m ", s.m, " n ", s.n, " k ", s.k),
+                                  {x, w, bias, y}, summed(s.k).of(dt), [](OpArgs& a) {
+                                    ops::linear_forward(a[0], a[1], a[2], a[3]);
+                                    return OpOutputs();
+                                  }));
+    }
+  }
+}
+
 // The accumulator starts non-zero: sum_rows_into adds to it.
 TEST_F(CudaOps, SumRowsIntoAccumulates) {
   const Shape shapes[] = {{394, 768}, {2, 197, 768}, {100000, 3}, {0, 4}, {5}, {3, 0}, {70000, 1}};
