@@ -5,11 +5,11 @@
 // issues them. Reports GFLOP/s and the fraction of a stated peak
 // (VITUNE_PEAK_GFLOPS, default 438: two AVX-512 cores at fp32), and contrasts the
 // plain reference loop with ops::gemm at one small shape. The Fashion-MNIST forward
-// products also run with their bias, added in the kernel or by a separate pass. The ViT-B/16 products run again
-// as ops::gemm_bf16 (bf16 operands, fp32 accumulation: the products of --bf16), against
-// twice that peak (vdpbf16ps does two multiply-adds per fp32 lane where an FMA does one),
-// and as the emulation that runs where the CPU lacks AVX512_BF16 (operands rounded, then
-// the fp32 kernel), so that one run compares the two.
+// products also run with their bias, added in the kernel or by a separate pass. The
+// ViT-B/16 products run again as ops::gemm_bf16 (bf16 operands, fp32 accumulation: the
+// products of --bf16), against twice that peak (vdpbf16ps does two multiply-adds per
+// fp32 lane where an FMA does one), and as the emulation that runs where the CPU lacks
+// AVX512_BF16 (operands rounded, then the fp32 kernel), so that one run compares the two.
 #include <benchmark/benchmark.h>
 
 #include <chrono>

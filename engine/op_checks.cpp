@@ -95,6 +95,13 @@ int64_t last_dim_vector(const Tensor& x, const Tensor& vector, const char* name,
   return cols;
 }
 
+void linear_bias(const Tensor& w, const Tensor& bias, const char* op) {
+  VITUNE_CHECK(w.ndim() == 2, op, ": w must be a matrix [out, in], got ", w.str());
+  VITUNE_CHECK(bias.ndim() == 1 && bias.dim(0) == w.dim(0) && bias.dtype() == w.dtype(), op, ": bias must be ",
+               dtype_name(w.dtype()), "[", w.dim(0), "] (one value per row of w ", w.str(), "), got ",
+               bias.str());
+}
+
 TokenShape token_sums_shape(const Tensor& x, const Tensor& accumulate, const char* op) {
   VITUNE_CHECK(x.ndim() == 3, op, ": x must be [batch, tokens, features], got ", x.str());
   const int64_t features = x.dim(2);

@@ -51,6 +51,10 @@ RowShape layer_norm_backward_shape(const Tensor& x, const Tensor& weight, const 
 // vector of x's dtype as long as it; returns that length, the columns of x.
 int64_t last_dim_vector(const Tensor& x, const Tensor& vector, const char* name, const char* op);
 
+// linear_forward's bias: a vector of w's dtype with one value per row of w, the matrix
+// [out, in].
+void linear_bias(const Tensor& w, const Tensor& bias, const char* op);
+
 // token_abs_sums_into: x [B, T, F] (its float dtype checked by the backend) and an f64
 // accumulator [F]; returns B, T and F.
 struct TokenShape {

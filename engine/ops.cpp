@@ -1,12 +1,13 @@
 // The vitune::ops entry points: each checks that its tensors share one device, then runs
-// the CPU or the CUDA definition of the op after that device; gemm and gemm_batched also
-// follow the bf16 autocast switch of engine/autocast.h.
+// the CPU or the CUDA definition of the op after that device; gemm, gemm_batched and
+// linear_forward also follow the bf16 autocast switch of engine/autocast.h.
 #include "engine/ops.h"
 
 #include <cmath>
 
 #include "engine/autocast.h"
 #include "engine/flop_counter.h"
+#include "engine/op_checks.h"
 
 namespace vitune {
 
@@ -67,8 +68,10 @@ void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tenso
   }
 }
 
+// The bias is checked before either path writes y.
 void linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y) {
   one_device("linear_forward", {&x, &w, &bias, &y});
+  op_checks::linear_bias(w, bias, "linear_forward");
   if (autocast_product(x, w)) {
     VITUNE_ON_DEVICE(x, gemm_bf16(false, true, 1.0, x, w, 0.0, y));
     VITUNE_ON_DEVICE(y, add_row_broadcast(y, bias));

@@ -33,7 +33,7 @@ def main():
     error = max(abs(f / q_of_t(v) - 1.0) for f, v in zip(fit, grid))
     print("coefficients of s^9 .. s^0:")
     for c in coefficients[::-1]:
-        print(f"  {np.float32(c)!r}f".replace("np.float32(", "").replace(")", ""))
+        print(f"  {np.format_float_positional(np.float32(c))}f")
     print(f"largest relative error of the fit in double: {error:.2e}")
 
 

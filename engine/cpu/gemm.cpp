@@ -137,9 +137,8 @@ void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tenso
 void linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y) {
   const char* op = "linear_forward";
   const GemmShape s = gemm_shape(false, true, x, w, y, op);
-  cpu::check_float(bias, op);
-  op_checks::last_dim_vector(y, bias, "bias", op);
-  VITUNE_CHECK(bias.dtype() == x.dtype(), op, ": bias ", bias.str(), " does not have the dtype of x ", x.str());
+  cpu::check_host(bias, op);
+  op_checks::linear_bias(w, bias, op);
 #if VITUNE_X86_LEVELS
   if (x.dtype() == DType::F32 && cpu::gemm_kernel() == cpu::GemmKernel::Avx512) {
     count_flops(2 * s.m * s.n * s.k);

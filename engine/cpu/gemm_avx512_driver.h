@@ -139,11 +139,11 @@ VITUNE_TARGET_AVX512 void pack_a_strips(bool trans_a, const float* a, int64_t ld
 
 // Whether a row-major A, rows lda elements apart, is read in place rather than packed by
 // a product of col_strips B strips. Packing costs a pass over A that pays back only where
-// many B strips reuse the packed strips: measured on the Fashion-MNIST ViT's products (K
-// of 64 to 256), reading in place took 0.85-0.91x the time at 2 B strips and 1.03-1.06x
-// at 6 to 8. Nor in place where kMr of its rows would crowd into fewer than kMr / 3 of the
-// L1's 64 sets (lda a multiple of 512 floats, say): they and the B strip would evict each
-// other.
+// many B strips reuse the packed strips: on the Fashion-MNIST ViT's products (K of 64 to
+// 256; bench/README, "A read in place") reading in place was faster at 2 B strips and
+// slower at 6 to 8. Nor in place where kMr of its rows would crowd into fewer than
+// kMr / 3 of the L1's 64 sets (lda a multiple of 512 floats, say): they and the B strip
+// would evict each other.
 template <int kMr>
 inline bool reads_a_in_place(int64_t lda, int64_t col_strips) {
   if (col_strips > kInPlaceMaxStrips) return false;
@@ -159,15 +159,17 @@ inline bool reads_a_in_place(int64_t lda, int64_t col_strips) {
 
 // A micro-kernel's strip of op(A), kMr rows by kc, one step of k at a time: packed (row r
 // of the step at p[r], the next step kMr further on) or a row-major A read in place (row
-// r at p[r * lda], the next step one further on). In place, rows 0, 4 and 8 are bases and
-// the others sit lda, 2 lda or 3 lda past one, offsets that x86's base + index * scale
-// addressing takes, so the twelve rows cost five registers.
+// r at p[r * lda], the next step one further on; next_strip, when not null, the same
+// step of the strip that the next call reads in place). In place, rows 0, 4 and 8 are
+// bases and the others sit lda, 2 lda or 3 lda past one, offsets that x86's
+// base + index * scale addressing takes, so the twelve rows cost five registers.
 template <bool kInPlace, int kMr>
 class AStrip {
   static_assert(kMr <= 12, "in place, rows are reached from three bases four rows apart");
 
  public:
-  AStrip(const float* p, int64_t lda) : row0_(p), row4_(p + 4 * lda), row8_(p + 8 * lda), lda_(lda) {}
+  AStrip(const float* p, int64_t lda, const float* next_strip = nullptr)
+      : row0_(p), row4_(p + 4 * lda), row8_(p + 8 * lda), next_(next_strip), lda_(lda) {}
 
   __attribute__((always_inline)) float at(int r) const {
     if (!kInPlace) return row0_[r];
@@ -180,9 +182,8 @@ class AStrip {
   // reads it from L2 or memory, as packing would have).
   __attribute__((always_inline)) void prefetch(int64_t k) const {
     if (!kInPlace) return _mm_prefetch(reinterpret_cast<const char*>(row0_ + 8 * kMr), _MM_HINT_T0);
-    if (k % 16 != 0) return;
-    const float* next = row0_ + kMr * lda_;
-    for (int r = 0; r < kMr; ++r) _mm_prefetch(reinterpret_cast<const char*>(next + r * lda_), _MM_HINT_T0);
+    if (next_ == nullptr || k % 16 != 0) return;
+    for (int r = 0; r < kMr; ++r) _mm_prefetch(reinterpret_cast<const char*>(next_ + k + r * lda_), _MM_HINT_T0);
   }
 
   __attribute__((always_inline)) void next() {
@@ -199,6 +200,7 @@ class AStrip {
   const float* row0_;
   const float* row4_;
   const float* row8_;
+  const float* next_;
   int64_t lda_;
 };
 
@@ -328,7 +330,8 @@ void run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alph
               float* c_tile = c + i0 * ldc + j0;
               const float* bias_tile = bias && block == k_blocks - 1 ? bias + j0 : nullptr;
               if (s < first_packed) {
-                const AStrip<true, kMr> a_strip(a + i0 * lda + block_k0(block), lda);
+                const float* next_strip = s + 1 < first_packed ? a + (i0 + kMr) * lda + block_k0(block) : nullptr;
+                const AStrip<true, kMr> a_strip(a + i0 * lda + block_k0(block), lda, next_strip);
                 Kernel::micro_kernel(kc, a_strip, b_strip, c_tile, ldc, rows, cols, alpha, beta, block == 0,
                                      bias_tile, next);
               } else {

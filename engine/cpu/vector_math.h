@@ -85,4 +85,10 @@ inline Floats normal_cdf(Floats x, Floats& pdf) {
   return x < 0 ? tail : 1.0f - tail;
 }
 
+// Phi(x) alone.
+inline Floats normal_cdf(Floats x) {
+  Floats pdf;
+  return normal_cdf(x, pdf);
+}
+
 }  // namespace vitune::cpu

@@ -56,10 +56,12 @@ Tensor near_integers(const Shape& shape, uint64_t seed, Tensor& integers) {
 
 // Sizes around the 12 x 32 tile, odd k (a lone last k), and K beyond one block of 512.
 // Products of integers up to 15 summed over k <= 1025 stay below 2^24: exact in fp32.
-// The last: k = 2047 pairs to 1024 words a row, a row-major A that the AVX-512 kernel
-// packs rather than read in place (the others, of at most 3 B strips, it reads in place
-// but for a last strip).
-constexpr int64_t kShapes[][3] = {{1, 1, 1}, {11, 31, 7}, {13, 33, 3}, {25, 65, 513}, {200, 40, 1025}, {14, 20, 2047}};
+// Paired along k, a row of a row-major A is ceil(k / 2) words. The AVX-512 kernel reads
+// it in place for {25, 65, 513} (257 words a row, its last strip of 1 row packed) and
+// {36, 64, 129} (65 words, 3 whole strips); the others it packs: fewer than 12 rows,
+// or rows that share L1 sets (2, 513 or 1024 words apart).
+constexpr int64_t kShapes[][3] = {{1, 1, 1},      {11, 31, 7},   {13, 33, 3},   {25, 65, 513},
+                                  {200, 40, 1025}, {14, 20, 2047}, {36, 64, 129}};
 
 TEST(Bf16Gemm, IntegerValuedProductsAreExactOnEveryPath) {
   for (const auto& mnk : kShapes) {

@@ -101,9 +101,10 @@ TEST(Gemm, Avx512KernelReadsARowMajorAInPlaceForFewBStripsUnlessItsRowsShareL1Se
 // The AVX-512 kernel itself, on strided operands: every row of A, B and C is padded
 // (lda, ldb, ldc beyond the width, the padding filled with NaN so that a read of it would
 // show), at sizes around its register tile (12 x 32), its blocks of K and of C, in every
-// transpose combination; 1 to 4 threads give the same bits. A row-major A is read in
-// place (its last strip of fewer than 12 rows packed) but for n = 257 (9 B strips) and
-// k = 1019 (rows 1024 floats apart), where it is packed throughout.
+// transpose combination; 1 to 4 threads give the same bits. A row-major A of at least
+// 12 rows is read in place (its last strip of fewer than 12 rows packed), but for
+// n = 257 (9 B strips) and k = 1019 (rows 1024 floats apart), where it is packed
+// throughout, as are the shapes of fewer than 12 rows.
 TEST(Gemm, Avx512KernelOnPaddedOperandsAroundItsTileAndBlockEdges) {
   if (!cpu::has_avx512()) GTEST_SKIP() << "this CPU has no AVX-512: the kernel is never used here";
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -186,16 +187,25 @@ TEST(Gemm, LinearForwardIsTheProductThenTheBiasAddBitForBit) {
   set_num_threads(before);
 }
 
+// A bias of the wrong length or dtype is refused before y is written, on the host's own
+// path (also called directly) and under bf16 autocast, with a message that names the op,
+// the bias and what it must be.
 TEST(Gemm, LinearForwardRefusesABiasOfTheWrongSizeOrDtype) {
   const Tensor x = random_matrix({4, 3}, DType::F32, 33), w = random_matrix({5, 3}, DType::F32, 34);
-  Tensor y({4, 5}, DType::F32, Device::cpu());
-  for (const Tensor& bias : {Tensor::zeros({4}, DType::F32, Device::cpu()), Tensor::zeros({5}, DType::F64, Device::cpu())}) {
-    try {
-      ops::linear_forward(x, w, bias, y);
-      ADD_FAILURE() << "bias " << bias.str() << " was accepted";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("linear_forward"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find("bias"), std::string::npos) << e.what();
+  for (bool bf16 : {false, true}) {
+    for (const Tensor& bias :
+         {Tensor::zeros({4}, DType::F32, Device::cpu()), Tensor::zeros({5}, DType::F64, Device::cpu())}) {
+      for (bool direct : {false, true}) {
+        AutocastBf16Scope autocast(bf16);
+        Tensor y = Tensor::full({4, 5}, 7.0, DType::F32, Device::cpu());
+        try {
+          direct ? cpu::linear_forward(x, w, bias, y) : ops::linear_forward(x, w, bias, y);
+          ADD_FAILURE() << "bias " << bias.str() << " was accepted";
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("linear_forward: bias must be f32[5]"), std::string::npos) << e.what();
+        }
+        EXPECT_EQ(y.item(0), 7.0) << "y was written before the bias was refused";
+      }
     }
   }
 }
