@@ -159,8 +159,8 @@ inline bool reads_a_in_place(int64_t lda, int64_t col_strips) {
 
 // A micro-kernel's strip of op(A), kMr rows by kc, one step of k at a time: packed (row r
 // of the step at p[r], the next step kMr further on) or a row-major A read in place (row
-// r at p[r * lda], the next step one further on; next_strip, when not null, the same
-// step of the strip that the next call reads in place). In place, rows 0, 4 and 8 are
+// r at p[r * lda], the next step one further on; prefetch_next when the next call reads
+// the kMr rows after these in place). In place, rows 0, 4 and 8 are
 // bases and the others sit lda, 2 lda or 3 lda past one, offsets that x86's
 // base + index * scale addressing takes, so the twelve rows cost five registers.
 template <bool kInPlace, int kMr>
@@ -168,8 +168,8 @@ class AStrip {
   static_assert(kMr <= 12, "in place, rows are reached from three bases four rows apart");
 
  public:
-  AStrip(const float* p, int64_t lda, const float* next_strip = nullptr)
-      : row0_(p), row4_(p + 4 * lda), row8_(p + 8 * lda), next_(next_strip), lda_(lda) {}
+  AStrip(const float* p, int64_t lda, bool prefetch_next = false)
+      : row0_(p), row4_(p + 4 * lda), row8_(p + 8 * lda), lda_(lda), prefetch_next_(prefetch_next) {}
 
   __attribute__((always_inline)) float at(int r) const {
     if (!kInPlace) return row0_[r];
@@ -182,8 +182,9 @@ class AStrip {
   // reads it from L2 or memory, as packing would have).
   __attribute__((always_inline)) void prefetch(int64_t k) const {
     if (!kInPlace) return _mm_prefetch(reinterpret_cast<const char*>(row0_ + 8 * kMr), _MM_HINT_T0);
-    if (next_ == nullptr || k % 16 != 0) return;
-    for (int r = 0; r < kMr; ++r) _mm_prefetch(reinterpret_cast<const char*>(next_ + k + r * lda_), _MM_HINT_T0);
+    if (!prefetch_next_ || k % 16 != 0) return;
+    const float* next = row0_ + kMr * lda_;
+    for (int r = 0; r < kMr; ++r) _mm_prefetch(reinterpret_cast<const char*>(next + r * lda_), _MM_HINT_T0);
   }
 
   __attribute__((always_inline)) void next() {
@@ -200,8 +201,8 @@ class AStrip {
   const float* row0_;
   const float* row4_;
   const float* row8_;
-  const float* next_;
   int64_t lda_;
+  bool prefetch_next_;
 };
 
 // The C tile is read at the end of a micro-kernel; fetching it into L2 at the start
@@ -324,20 +325,16 @@ void run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alph
                                                                      : b_offset(0, std::min(t1, col_strips - 1)));
             for (int64_t s = s0; s < s1; ++s) {
               const int64_t i0 = s * kMr;
-              const int rows = int(std::min<int64_t>(kMr, m - i0));
-              const float* b_strip = packed_b + b_offset(block, t);
-              const float* next = b_next + (s - s0) * 2 * kc;
-              float* c_tile = c + i0 * ldc + j0;
               const float* bias_tile = bias && block == k_blocks - 1 ? bias + j0 : nullptr;
+              auto multiply = [&](const auto& a_strip) {
+                Kernel::micro_kernel(kc, a_strip, packed_b + b_offset(block, t), c + i0 * ldc + j0, ldc,
+                                     int(std::min<int64_t>(kMr, m - i0)), cols, alpha, beta, block == 0, bias_tile,
+                                     b_next + (s - s0) * 2 * kc);
+              };
               if (s < first_packed) {
-                const float* next_strip = s + 1 < first_packed ? a + (i0 + kMr) * lda + block_k0(block) : nullptr;
-                const AStrip<true, kMr> a_strip(a + i0 * lda + block_k0(block), lda, next_strip);
-                Kernel::micro_kernel(kc, a_strip, b_strip, c_tile, ldc, rows, cols, alpha, beta, block == 0,
-                                     bias_tile, next);
+                multiply(AStrip<true, kMr>(a + i0 * lda + block_k0(block), lda, s + 1 < first_packed));
               } else {
-                const AStrip<false, kMr> a_strip(packed_a + a_offset(block, s - s0), kMr);
-                Kernel::micro_kernel(kc, a_strip, b_strip, c_tile, ldc, rows, cols, alpha, beta, block == 0,
-                                     bias_tile, next);
+                multiply(AStrip<false, kMr>(packed_a + a_offset(block, s - s0), kMr));
               }
             }
           }
