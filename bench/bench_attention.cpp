@@ -6,7 +6,6 @@
 // over the valid tokens only.
 #include <benchmark/benchmark.h>
 
-#include <string>
 #include <vector>
 
 #include "bench/op_benchmark_main.h"

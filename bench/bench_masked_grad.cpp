@@ -16,7 +16,6 @@
 #include "bench/op_benchmark_main.h"
 #include "bench/random_tensor.h"
 #include "engine/ops.h"
-#include "engine/parallel.h"
 
 namespace {
 
