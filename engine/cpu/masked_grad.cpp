@@ -1,15 +1,18 @@
 // CPU gradient of a linear layer's weight at selected entries only. For y = x W^T with
 // x [T, in], dy [T, out] and the entry e = j*in + k of W [out, in]:
 //   dW[j, k] = sum_t dy[t, j] * x[t, k].
-// The tokens are split into fixed chunks of kTokenChunk. A task takes whole chunks and
-// reads their rows dy[t, :] and x[t, :] in order, a cache-sized tile of tokens at a
-// time, where they lie (no transposed copies), adding dy[t, j] * x[t, k] of every entry
-// to the chunk's double partial sum of that entry; the partial sums are then added in
-// chunk order. The chunks do not depend on the
-// thread count, so neither does the result. The cost is O(T * selected), each row is
-// read once, and the scratch is the partial sums (one per chunk and entry) and the
-// entries' row and column numbers: the dense [out, in] gradient is never formed.
+// The tokens are split into fixed chunks of kTokenChunk, and a chunk into tiles of
+// kTokenTile. A task takes whole chunks and reads their rows dy[t, :] and x[t, :] where
+// they lie (no transposed copies), a tile at a time. Over a tile, each entry sums its
+// terms in the data's type by fused multiply-adds in token order; the tile's sum is
+// added to the chunk's double partial sum of that entry, and the partial sums are added
+// in chunk order. Tiles and chunks do not depend on the thread count, so neither does
+// the result. A float sum runs over at most kTokenTile terms, so its rounding error is
+// that of a 32-term dot product, and nothing is lost across the T / 32 tiles. The cost
+// is O(T * selected), and the scratch is the partial sums (one per chunk and entry) and
+// the entries' row and column numbers: the dense [out, in] gradient is never formed.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
@@ -31,44 +34,53 @@ namespace {
 // Tokens whose terms one partial sum adds.
 constexpr int64_t kTokenChunk = 256;
 
-// Entries whose partial sums are updated together, token by token: they stay in L1.
+// Entries whose partial sums are updated together, tile by tile.
 constexpr int64_t kEntryBlock = 512;
 
-// Tokens whose rows every block of entries reads in turn: they stay in L2.
+// Tokens whose terms one sum in the data's type adds; their rows, which every block of
+// entries reads in turn, stay in L1.
 constexpr int64_t kTokenTile = 32;
 
-// sum[i] += sum over the n tokens of dy[t, rows[i]] * x[t, cols[i]], for i in [0, count),
-// token by token.
+// sum[i] += the sum over the n <= kTokenTile tokens of dy[t, rows[i]] * x[t, cols[i]],
+// formed in T by fused multiply-adds in token order, for i in [0, count).
 template <typename T>
 void accumulate_block(const T* dy, const T* x, int64_t n, int64_t out_features, int64_t in_features,
                       const int32_t* rows, const int32_t* cols, int64_t count, double* sum) {
-  for (int64_t t = 0; t < n; ++t) {
-    const T* dy_row = dy + t * out_features;
-    const T* x_row = x + t * in_features;
-    for (int64_t i = 0; i < count; ++i) sum[i] += double(dy_row[rows[i]]) * double(x_row[cols[i]]);
+  for (int64_t i = 0; i < count; ++i) {
+    T tile_sum = 0;
+    for (int64_t t = 0; t < n; ++t) {
+      tile_sum = std::fma(dy[t * out_features + rows[i]], x[t * in_features + cols[i]], tile_sum);
+    }
+    sum[i] += double(tile_sum);
   }
 }
 
 #if VITUNE_X86_LEVELS
-// accumulate_block for floats, 16 entries at a time: x by permutes of its row held in
-// registers where the row has at most 64 floats (the Fashion-MNIST ViT's qkv, proj and
-// fc1; there the permutes take 0.72-0.81x the gathers' time, bench/README), else by
-// AVX-512 gathers; dy by a plain load where the 16 entries lie in 16 consecutive rows,
-// as with one entry per row, else by a gather. A product of two floats is exact in
-// double, so the fused multiply-add rounds once, as the plain loop's addition does: the
-// bits are the same.
+// accumulate_block for floats, 16 entries (a group) at a time, with the float sums of
+// up to kGroupsInRegisters groups held in registers across the tile's tokens: x by
+// permutes of its row held in registers where the row has at most 64 floats (the
+// Fashion-MNIST ViT's qkv, proj and fc1; there the permutes take 0.72-0.81x the gathers'
+// time, bench/README), else by AVX-512 gathers; dy by a plain load where the group lies
+// in 16 consecutive rows, as with one entry per row, else by a gather. Each lane runs
+// the plain loop's fused multiply-adds in its order: the bits are the same.
 static_assert(kEntryBlock <= 16 * 32, "one bit per group of 16 entries in a uint32_t");
+
+// Groups whose sums (a register each) stay in registers: with the x row (four
+// registers) and the groups' column indices this leaves registers for the terms.
+constexpr int kGroupsInRegisters = 8;
 
 // The zero-masked forms of the intrinsics: the plain ones start from an undefined
 // register, which GCC 12 reports as maybe uninitialized.
-VITUNE_TARGET_AVX512 inline __m512 gather(const float* base, const int32_t* index) {
-  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), 0xFFFF, _mm512_loadu_si512(index), base, 4);
+VITUNE_TARGET_AVX512 inline __m512 gather(const float* base, __m512i index) {
+  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), 0xFFFF, index, base, 4);
 }
 
-// Floats 8 half .. 8 half + 7 of v as doubles.
-VITUNE_TARGET_AVX512 inline __m512d widen(__m512 v, int half) {
-  return _mm512_maskz_cvtps_pd(0xFF, half == 0 ? _mm512_maskz_extractf32x8_ps(0xFF, v, 0)
-                                               : _mm512_maskz_extractf32x8_ps(0xFF, v, 1));
+// Floats 0 .. 7 and 8 .. 15 of v as doubles.
+VITUNE_TARGET_AVX512 inline __m512d widen_low(__m512 v) {
+  return _mm512_maskz_cvtps_pd(0xFF, _mm512_maskz_extractf32x8_ps(0xFF, v, 0));
+}
+VITUNE_TARGET_AVX512 inline __m512d widen_high(__m512 v) {
+  return _mm512_maskz_cvtps_pd(0xFF, _mm512_maskz_extractf32x8_ps(0xFF, v, 1));
 }
 
 // An x row of at most 64 floats, held in four registers (zero past in_features).
@@ -76,50 +88,112 @@ struct NarrowRow {
   __m512 part[4];
 };
 
-VITUNE_TARGET_AVX512 inline NarrowRow load_narrow_row(const float* x_row, int64_t in_features) {
-  NarrowRow row;
+// The lanes of each of the four registers that lie inside a row of in_features floats.
+struct NarrowRowLanes {
+  __mmask16 part[4];
+};
+
+inline NarrowRowLanes narrow_row_lanes(int64_t in_features) {
+  NarrowRowLanes lanes;
   for (int q = 0; q < 4; ++q) {
     const int64_t valid = std::clamp<int64_t>(in_features - 16 * q, 0, 16);
-    row.part[q] = _mm512_maskz_loadu_ps(__mmask16(valid == 16 ? 0xFFFF : (1u << valid) - 1), x_row + 16 * q);
+    lanes.part[q] = __mmask16(valid == 16 ? 0xFFFF : (1u << valid) - 1);
   }
+  return lanes;
+}
+
+VITUNE_TARGET_AVX512 inline NarrowRow load_narrow_row(const float* x_row, const NarrowRowLanes& lanes) {
+  NarrowRow row;
+  for (int q = 0; q < 4; ++q) row.part[q] = _mm512_maskz_loadu_ps(lanes.part[q], x_row + 16 * q);
   return row;
 }
 
 // x_row[index[l]] for the 16 lanes, index < 64, by two permutes across register pairs
-// and a blend on bit 5 of the index: the same values as the gather, with no memory
-// access per lane.
-VITUNE_TARGET_AVX512 inline __m512 pick(const NarrowRow& row, __m512i index) {
-  const __m512 low = _mm512_permutex2var_ps(row.part[0], index, row.part[1]);
-  const __m512 high = _mm512_permutex2var_ps(row.part[2], index, row.part[3]);
-  return _mm512_mask_blend_ps(_mm512_test_epi32_mask(index, _mm512_set1_epi32(32)), low, high);
+// and a blend on bit 5 of the index (`high`): the same values as the gather, with no
+// memory access per lane.
+VITUNE_TARGET_AVX512 inline __m512 pick(const NarrowRow& row, __m512i index, __mmask16 high) {
+  const __m512 low_pair = _mm512_permutex2var_ps(row.part[0], index, row.part[1]);
+  const __m512 high_pair = _mm512_permutex2var_ps(row.part[2], index, row.part[3]);
+  return _mm512_mask_blend_ps(high, low_pair, high_pair);
 }
 
-VITUNE_TARGET_AVX512 void accumulate_block_avx512(const float* dy, const float* x, int64_t n, int64_t out_features,
-                                                  int64_t in_features, const int32_t* rows, const int32_t* cols,
-                                                  int64_t count, double* sum) {
-  const int64_t whole = count - count % 16;
-  const bool narrow = in_features <= 64;  // x's rows fit four registers: permutes, not gathers
-  const __m512i steps = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  uint32_t consecutive = 0;  // bit g: the rows of entries 16g .. 16g + 15 are rows[16g] + 0 .. 15
-  for (int64_t i = 0; i < whole; i += 16) {
-    const __m512i expected = _mm512_add_epi32(_mm512_set1_epi32(rows[i]), steps);
-    if (_mm512_cmpeq_epi32_mask(_mm512_loadu_si512(rows + i), expected) == 0xFFFF) consecutive |= 1u << (i / 16);
+// The kGroups groups at rows/cols/sum over the n tokens of a tile; bit g of
+// `consecutive`: group g lies in 16 consecutive rows. kNarrow: x's rows fit four
+// registers.
+template <int kGroups, bool kNarrow>
+VITUNE_TARGET_AVX512 void accumulate_groups(const float* dy, const float* x, int64_t n, int64_t out_features,
+                                            int64_t in_features, const int32_t* rows, const int32_t* cols,
+                                            uint32_t consecutive, double* sum) {
+  __m512 acc[kGroups];
+  __m512i col[kGroups];
+  __mmask16 col_high[kGroups];
+  const NarrowRowLanes lanes = narrow_row_lanes(in_features);
+#pragma GCC unroll 8
+  for (int g = 0; g < kGroups; ++g) {
+    acc[g] = _mm512_setzero_ps();
+    col[g] = _mm512_loadu_si512(cols + 16 * g);
+    col_high[g] = _mm512_test_epi32_mask(col[g], _mm512_set1_epi32(32));
   }
   for (int64_t t = 0; t < n; ++t) {
     const float* dy_row = dy + t * out_features;
     const float* x_row = x + t * in_features;
     NarrowRow x_registers;
-    if (narrow) x_registers = load_narrow_row(x_row, in_features);
-    for (int64_t i = 0; i < whole; i += 16) {
-      const __m512 a = (consecutive >> (i / 16)) & 1u ? _mm512_loadu_ps(dy_row + rows[i]) : gather(dy_row, rows + i);
-      const __m512 b = narrow ? pick(x_registers, _mm512_loadu_si512(cols + i)) : gather(x_row, cols + i);
-      const __m512d low = _mm512_fmadd_pd(widen(a, 0), widen(b, 0), _mm512_loadu_pd(sum + i));
-      const __m512d high = _mm512_fmadd_pd(widen(a, 1), widen(b, 1), _mm512_loadu_pd(sum + i + 8));
-      _mm512_storeu_pd(sum + i, low);
-      _mm512_storeu_pd(sum + i + 8, high);
+    if constexpr (kNarrow) x_registers = load_narrow_row(x_row, lanes);
+#pragma GCC unroll 8
+    for (int g = 0; g < kGroups; ++g) {
+      const __m512 a = (consecutive >> g) & 1u ? _mm512_loadu_ps(dy_row + rows[16 * g])
+                                                : gather(dy_row, _mm512_loadu_si512(rows + 16 * g));
+      __m512 b;
+      if constexpr (kNarrow) {
+        b = pick(x_registers, col[g], col_high[g]);
+      } else {
+        b = gather(x_row, col[g]);
+      }
+      acc[g] = _mm512_fmadd_ps(a, b, acc[g]);
     }
-    for (int64_t i = whole; i < count; ++i) sum[i] += double(dy_row[rows[i]]) * double(x_row[cols[i]]);
   }
+#pragma GCC unroll 8
+  for (int g = 0; g < kGroups; ++g) {
+    _mm512_storeu_pd(sum + 16 * g, _mm512_add_pd(_mm512_loadu_pd(sum + 16 * g), widen_low(acc[g])));
+    _mm512_storeu_pd(sum + 16 * g + 8, _mm512_add_pd(_mm512_loadu_pd(sum + 16 * g + 8), widen_high(acc[g])));
+  }
+}
+
+// The groups in runs of kGroups, then of half as many, down to one: at most one run
+// of each smaller size.
+template <int kGroups, bool kNarrow>
+VITUNE_TARGET_AVX512 void accumulate_whole_groups(const float* dy, const float* x, int64_t n, int64_t out_features,
+                                                  int64_t in_features, const int32_t* rows, const int32_t* cols,
+                                                  int64_t groups, uint32_t consecutive, double* sum) {
+  int64_t g = 0;
+  for (; g + kGroups <= groups; g += kGroups) {
+    accumulate_groups<kGroups, kNarrow>(dy, x, n, out_features, in_features, rows + 16 * g, cols + 16 * g,
+                                        consecutive >> g, sum + 16 * g);
+  }
+  if constexpr (kGroups > 1) {
+    accumulate_whole_groups<kGroups / 2, kNarrow>(dy, x, n, out_features, in_features, rows + 16 * g,
+                                                  cols + 16 * g, groups - g, consecutive >> g, sum + 16 * g);
+  }
+}
+
+VITUNE_TARGET_AVX512 void accumulate_block_avx512(const float* dy, const float* x, int64_t n, int64_t out_features,
+                                                  int64_t in_features, const int32_t* rows, const int32_t* cols,
+                                                  int64_t count, double* sum) {
+  const int64_t groups = count / 16, whole = 16 * groups;
+  const __m512i steps = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  uint32_t consecutive = 0;  // bit g: the rows of entries 16g .. 16g + 15 are rows[16g] + 0 .. 15
+  for (int64_t g = 0; g < groups; ++g) {
+    const __m512i expected = _mm512_add_epi32(_mm512_set1_epi32(rows[16 * g]), steps);
+    if (_mm512_cmpeq_epi32_mask(_mm512_loadu_si512(rows + 16 * g), expected) == 0xFFFF) consecutive |= 1u << g;
+  }
+  if (in_features <= 64) {
+    accumulate_whole_groups<kGroupsInRegisters, true>(dy, x, n, out_features, in_features, rows, cols, groups,
+                                                      consecutive, sum);
+  } else {
+    accumulate_whole_groups<kGroupsInRegisters, false>(dy, x, n, out_features, in_features, rows, cols, groups,
+                                                       consecutive, sum);
+  }
+  accumulate_block(dy, x, n, out_features, in_features, rows + whole, cols + whole, count - whole, sum + whole);
 }
 #endif
 
@@ -168,12 +242,24 @@ void masked_weight_grad(const Tensor& dy, const Tensor& x, const Tensor& indices
     using T = decltype(zero);
     const T* dy_rows = dy.kernel_data<T>();
     const T* x_rows = x.kernel_data<T>();
-    auto block = accumulate_block<T>;
+    // The plain loop is called directly, not through a pointer, so that each
+    // instruction-set level's copy of the body inlines it: its fused multiply-adds are
+    // then instructions where the level has them, not calls to the C library's fma.
+    bool avx512 = false;
 #if VITUNE_X86_LEVELS
-    if constexpr (std::is_same_v<T, float>) {
-      if (cpu_isa() >= Isa::Avx512) block = accumulate_block_avx512;
-    }
+    avx512 = std::is_same_v<T, float> && cpu_isa() >= Isa::Avx512;
 #endif
+    auto block = [avx512](const T* dy_tile, const T* x_tile, int64_t n, int64_t out_features, int64_t in_features,
+                          const int32_t* rows, const int32_t* cols, int64_t count, double* sum) {
+#if VITUNE_X86_LEVELS
+      if constexpr (std::is_same_v<T, float>) {
+        if (avx512) {
+          return accumulate_block_avx512(dy_tile, x_tile, n, out_features, in_features, rows, cols, count, sum);
+        }
+      }
+#endif
+      accumulate_block<T>(dy_tile, x_tile, n, out_features, in_features, rows, cols, count, sum);
+    };
     parallel_for_simd(chunks, 1, [&](int64_t begin, int64_t end) {
       for (int64_t c = begin; c < end; ++c) {
         const int64_t chunk_end = std::min(tokens, (c + 1) * kTokenChunk);

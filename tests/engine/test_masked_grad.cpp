@@ -1,10 +1,12 @@
 // Tests of masked_weight_grad against the dense weight gradient dy^T x computed with a
 // plain triple loop here and read at the selected indices: exact on integer-valued f64
-// data, tight tolerances on random f64 and f32 data; accumulation, multi-dimensional
+// data, tight tolerances on random f64 and f32 data; bitwise against its definition
+// (float sums over tiles of 32 tokens, added in double); accumulation, multi-dimensional
 // inputs, thread-count independence, and clear errors for bad selections.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -120,6 +122,61 @@ TEST_P(MaskedGradOneEntryPerRow, IsExactOnIntegerDataF32) {
 }
 
 INSTANTIATE_TEST_SUITE_P(InFeatures, MaskedGradOneEntryPerRow, ::testing::Values(19, 64, 150));
+
+// The sum the kernel defines: per chunk of 256 tokens and tile of 32, the float sum of
+// the tile's terms by fused multiply-adds in token order, added to the chunk's double
+// sum; the chunks' sums added in order, and that total to the accumulator.
+std::vector<float> tiled_float_sums(const Tensor& dy, const Tensor& x, const std::vector<int64_t>& entries,
+                                    int64_t in) {
+  const int64_t out = dy.dim(-1), tokens = x.numel() / in;
+  const float* dy_data = dy.data<float>();
+  const float* x_data = x.data<float>();
+  std::vector<float> sums;
+  for (int64_t e : entries) {
+    const int64_t j = e / in, k = e % in;
+    double total = 0;
+    for (int64_t chunk = 0; chunk < tokens; chunk += 256) {
+      double partial = 0;
+      for (int64_t tile = chunk; tile < std::min(tokens, chunk + 256); tile += 32) {
+        float tile_sum = 0;
+        for (int64_t t = tile; t < std::min({tokens, chunk + 256, tile + 32}); ++t) {
+          tile_sum = std::fma(dy_data[t * out + j], x_data[t * in + k], tile_sum);
+        }
+        partial += double(tile_sum);
+      }
+      total += partial;
+    }
+    sums.push_back(float(total));
+  }
+  return sums;
+}
+
+// Random f32 data, bitwise against the definition above: one entry per row of 250 rows
+// (15 whole groups of 16 consecutive rows, which the AVX-512 kernel takes 8, 4, 2 and 1
+// at a time, and 10 left over), and two per row (rows not consecutive: gathers), over
+// 600 tokens (the last tile of 24), for rows of x read by permutes and by gathers.
+class MaskedGradDefinition : public ::testing::TestWithParam<std::tuple<int64_t, int64_t>> {};
+
+TEST_P(MaskedGradDefinition, IsMetBitwiseF32) {
+  const auto [in, per_row] = GetParam();
+  const int64_t tokens = 600, out = 250;
+  Tensor x = uniform_tensor<float, double>({tokens, in}, 15, -1, 1);
+  Tensor dy = uniform_tensor<float, double>({tokens, out}, 16, -1, 1);
+  std::vector<int64_t> entries;
+  for (int64_t j = 0; j < out; ++j) {
+    for (int64_t m = 0; m < per_row; ++m) entries.push_back(j * in + (7 * j + m * (in / 2)) % in);
+    std::sort(entries.end() - per_row, entries.end());
+  }
+  Tensor indices = Tensor::from_vector<int64_t>({int64_t(entries.size())}, entries, vitune::Device::cpu());
+  Tensor acc = Tensor::zeros({indices.numel()}, DType::F32, vitune::Device::cpu());
+  ops::masked_weight_grad(dy, x, indices, in, acc);
+  const std::vector<float> expected = tiled_float_sums(dy, x, entries, in);
+  const std::vector<float> got = acc.to_vector<float>();
+  for (size_t i = 0; i < entries.size(); ++i) ASSERT_EQ(got[i], expected[i]) << "entry " << entries[i];
+}
+
+INSTANTIATE_TEST_SUITE_P(InFeaturesAndEntriesPerRow, MaskedGradDefinition,
+                         ::testing::Combine(::testing::Values(19, 64, 150), ::testing::Values(1, 2)));
 
 TEST(MaskedGradTest, EverySelectedAndNoneSelected) {
   const int64_t tokens = 16, in = 5, out = 3;
