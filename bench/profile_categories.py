@@ -15,7 +15,7 @@ import sys
 # (category, regular expression on the symbol), first match wins.
 CATEGORIES = [
     ("GEMM (kernel, packing)", r"micro_kernel|pack_[ab]_|sgemm|gemm"),
-    ("masked weight gradient", r"masked_weight_grad|accumulate_block"),
+    ("masked weight gradient", r"masked_weight_grad|accumulate_block|accumulate_groups"),
     ("attention forward", r"attention_forward"),
     ("attention backward", r"attention_backward"),
     ("LayerNorm", r"layer_norm|input_grad_kernel|param_grad_kernel|forward_kernel<float>\(float const\*, float const\*, float const\*, double"),
