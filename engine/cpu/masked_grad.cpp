@@ -170,9 +170,12 @@ VITUNE_TARGET_AVX512 void accumulate_whole_groups(const float* dy, const float* 
     accumulate_groups<kGroups, kNarrow>(dy, x, n, out_features, in_features, rows + 16 * g, cols + 16 * g,
                                         consecutive >> g, sum + 16 * g);
   }
+  // Only while groups are left: g < groups <= 32 keeps the shift inside the word.
   if constexpr (kGroups > 1) {
-    accumulate_whole_groups<kGroups / 2, kNarrow>(dy, x, n, out_features, in_features, rows + 16 * g,
-                                                  cols + 16 * g, groups - g, consecutive >> g, sum + 16 * g);
+    if (g < groups) {
+      accumulate_whole_groups<kGroups / 2, kNarrow>(dy, x, n, out_features, in_features, rows + 16 * g,
+                                                    cols + 16 * g, groups - g, consecutive >> g, sum + 16 * g);
+    }
   }
 }
 
