@@ -7,8 +7,11 @@
 // terms in the data's type by fused multiply-adds in token order; the tile's sum is
 // added to the chunk's double partial sum of that entry, and the partial sums are added
 // in chunk order. Tiles and chunks do not depend on the thread count, so neither does
-// the result. A float sum runs over at most kTokenTile terms, so its rounding error is
-// that of a 32-term dot product, and nothing is lost across the T / 32 tiles. The cost
+// the result, and every instruction-set level (portable, AVX2, AVX-512) forms the same
+// fused multiply-adds in the same order, so neither does it depend on the level. A float
+// sum runs over at most kTokenTile terms, so its rounding error is that of a 32-term dot
+// product; the tiles' sums are added in double, whose rounding is negligible beside
+// float's. The cost
 // is O(T * selected), and the scratch is the partial sums (one per chunk and entry) and
 // the entries' row and column numbers: the dense [out, in] gradient is never formed.
 #include <algorithm>
@@ -38,7 +41,8 @@ constexpr int64_t kTokenChunk = 256;
 constexpr int64_t kEntryBlock = 512;
 
 // Tokens whose terms one sum in the data's type adds; their rows, which every block of
-// entries reads in turn, stay in L1.
+// entries reads in turn, stay in L1 for narrow layers (32 (in + out) floats within it),
+// else in L2.
 constexpr int64_t kTokenTile = 32;
 
 // sum[i] += the sum over the n <= kTokenTile tokens of dy[t, rows[i]] * x[t, cols[i]],
@@ -117,9 +121,11 @@ VITUNE_TARGET_AVX512 inline __m512 pick(const NarrowRow& row, __m512i index, __m
   return _mm512_mask_blend_ps(high, low_pair, high_pair);
 }
 
-// The kGroups groups at rows/cols/sum over the n tokens of a tile; bit g of
-// `consecutive`: group g lies in 16 consecutive rows. kNarrow: x's rows fit four
-// registers.
+// For the kGroups groups at rows/cols/sum and the n tokens of a tile, lane l of group g
+// (entry i = 16 g + l):
+//   sum[i] += double(s),  s = fma(dy[t, rows[i]], x[t, cols[i]], s) for t < n from s = +0,
+// accumulate_block's arithmetic. Bit g of `consecutive`: group g lies in 16 consecutive
+// rows. kNarrow: x's rows fit four registers.
 template <int kGroups, bool kNarrow>
 VITUNE_TARGET_AVX512 void accumulate_groups(const float* dy, const float* x, int64_t n, int64_t out_features,
                                             int64_t in_features, const int32_t* rows, const int32_t* cols,
@@ -127,7 +133,7 @@ VITUNE_TARGET_AVX512 void accumulate_groups(const float* dy, const float* x, int
   __m512 acc[kGroups];
   __m512i col[kGroups];
   __mmask16 col_high[kGroups];
-  const NarrowRowLanes lanes = narrow_row_lanes(in_features);
+  const NarrowRowLanes lanes = kNarrow ? narrow_row_lanes(in_features) : NarrowRowLanes{};
 #pragma GCC unroll 8
   for (int g = 0; g < kGroups; ++g) {
     acc[g] = _mm512_setzero_ps();

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/error.h"
@@ -123,60 +124,95 @@ TEST_P(MaskedGradOneEntryPerRow, IsExactOnIntegerDataF32) {
 
 INSTANTIATE_TEST_SUITE_P(InFeatures, MaskedGradOneEntryPerRow, ::testing::Values(19, 64, 150));
 
-// The sum the kernel defines: per chunk of 256 tokens and tile of 32, the float sum of
-// the tile's terms by fused multiply-adds in token order, added to the chunk's double
-// sum; the chunks' sums added in order, and that total to the accumulator.
+// The kernel's fixed chunk and tile of tokens (kTokenChunk and kTokenTile in
+// engine/cpu/masked_grad.cpp).
+constexpr int64_t kChunk = 256, kTile = 32;
+
+// The sum the kernel defines: per chunk of kChunk tokens and tile of kTile, the float
+// sum of the tile's terms by fused multiply-adds in token order, added to the chunk's
+// double sum; the chunks' sums added in order, and that total, as a float, to what the
+// accumulator held.
 std::vector<float> tiled_float_sums(const Tensor& dy, const Tensor& x, const std::vector<int64_t>& entries,
-                                    int64_t in) {
+                                    int64_t in, std::vector<float> accumulated) {
   const int64_t out = dy.dim(-1), tokens = x.numel() / in;
   const float* dy_data = dy.data<float>();
   const float* x_data = x.data<float>();
-  std::vector<float> sums;
-  for (int64_t e : entries) {
-    const int64_t j = e / in, k = e % in;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const int64_t j = entries[i] / in, k = entries[i] % in;
     double total = 0;
-    for (int64_t chunk = 0; chunk < tokens; chunk += 256) {
+    for (int64_t chunk = 0; chunk < tokens; chunk += kChunk) {
       double partial = 0;
-      for (int64_t tile = chunk; tile < std::min(tokens, chunk + 256); tile += 32) {
+      for (int64_t tile = chunk; tile < std::min(tokens, chunk + kChunk); tile += kTile) {
         float tile_sum = 0;
-        for (int64_t t = tile; t < std::min({tokens, chunk + 256, tile + 32}); ++t) {
+        for (int64_t t = tile; t < std::min({tokens, chunk + kChunk, tile + kTile}); ++t) {
           tile_sum = std::fma(dy_data[t * out + j], x_data[t * in + k], tile_sum);
         }
         partial += double(tile_sum);
       }
       total += partial;
     }
-    sums.push_back(float(total));
+    accumulated[i] += float(total);
   }
-  return sums;
+  return accumulated;
 }
 
-// Random f32 data, bitwise against the definition above: one entry per row of 250 rows
-// (15 whole groups of 16 consecutive rows, which the AVX-512 kernel takes 8, 4, 2 and 1
-// at a time, and 10 left over), and two per row (rows not consecutive: gathers), over
-// 600 tokens (the last tile of 24), for rows of x read by permutes and by gathers.
-class MaskedGradDefinition : public ::testing::TestWithParam<std::tuple<int64_t, int64_t>> {};
+// Selections of the bitwise test, and the rows of W they need.
+enum class Selection { OnePerRow, TwoPerRow, Alternating };
 
-TEST_P(MaskedGradDefinition, IsMetBitwiseF32) {
-  const auto [in, per_row] = GetParam();
-  const int64_t tokens = 600, out = 250;
-  Tensor x = uniform_tensor<float, double>({tokens, in}, 15, -1, 1);
-  Tensor dy = uniform_tensor<float, double>({tokens, out}, 16, -1, 1);
+// OnePerRow: entry (j, 7j mod in) of 250 rows, 15 whole groups of 16 consecutive rows
+// (the AVX-512 kernel takes them 8, 4, 2 and 1 at a time) and 10 left over. TwoPerRow:
+// two entries in each of 250 rows, so no group lies in 16 consecutive rows (gathers).
+// Alternating: 14 times 16 rows of one entry, then 16 rows of two: groups in
+// consecutive rows, then two that are not, period 3, which no run of 8, 4, 2 or 1
+// groups lines up with; 672 entries in 448 rows, a full block of 32 groups (512
+// entries) and a second of 10.
+std::vector<int64_t> selection(Selection kind, int64_t in, int64_t& out) {
   std::vector<int64_t> entries;
-  for (int64_t j = 0; j < out; ++j) {
+  auto add_row = [&](int64_t j, int64_t per_row) {
     for (int64_t m = 0; m < per_row; ++m) entries.push_back(j * in + (7 * j + m * (in / 2)) % in);
     std::sort(entries.end() - per_row, entries.end());
+  };
+  if (kind == Selection::Alternating) {
+    out = 448;
+    for (int64_t j = 0; j < out; ++j) add_row(j, j % 32 < 16 ? 1 : 2);
+  } else {
+    out = 250;
+    for (int64_t j = 0; j < out; ++j) add_row(j, kind == Selection::OnePerRow ? 1 : 2);
   }
+  return entries;
+}
+
+// Random f32 data, bitwise against the definition above, into an accumulator that
+// already holds values, on 3 threads: the selections above over 600 tokens (the last
+// tile of 24), for rows of x read by permutes (19, 64 floats) and by gathers (150).
+class MaskedGradDefinition : public ::testing::TestWithParam<std::tuple<int64_t, Selection>> {};
+
+TEST_P(MaskedGradDefinition, IsMetBitwiseF32) {
+  const auto [in, kind] = GetParam();
+  const int64_t tokens = 600;
+  int64_t out = 0;
+  const std::vector<int64_t> entries = selection(kind, in, out);
+  Tensor x = uniform_tensor<float, double>({tokens, in}, 15, -1, 1);
+  Tensor dy = uniform_tensor<float, double>({tokens, out}, 16, -1, 1);
   Tensor indices = Tensor::from_vector<int64_t>({int64_t(entries.size())}, entries, vitune::Device::cpu());
-  Tensor acc = Tensor::zeros({indices.numel()}, DType::F32, vitune::Device::cpu());
+  Tensor acc = uniform_tensor<float, double>({indices.numel()}, 17, -1, 1);
+  const std::vector<float> expected = tiled_float_sums(dy, x, entries, in, acc.to_vector<float>());
+  ThreadCount scope(3);
   ops::masked_weight_grad(dy, x, indices, in, acc);
-  const std::vector<float> expected = tiled_float_sums(dy, x, entries, in);
   const std::vector<float> got = acc.to_vector<float>();
   for (size_t i = 0; i < entries.size(); ++i) ASSERT_EQ(got[i], expected[i]) << "entry " << entries[i];
 }
 
-INSTANTIATE_TEST_SUITE_P(InFeaturesAndEntriesPerRow, MaskedGradDefinition,
-                         ::testing::Combine(::testing::Values(19, 64, 150), ::testing::Values(1, 2)));
+std::string definition_case_name(const ::testing::TestParamInfo<std::tuple<int64_t, Selection>>& info) {
+  const char* names[] = {"OnePerRow", "TwoPerRow", "Alternating"};
+  return "In" + std::to_string(std::get<0>(info.param)) + names[int(std::get<1>(info.param))];
+}
+
+INSTANTIATE_TEST_SUITE_P(InFeaturesAndSelections, MaskedGradDefinition,
+                         ::testing::Combine(::testing::Values(19, 64, 150),
+                                            ::testing::Values(Selection::OnePerRow, Selection::TwoPerRow,
+                                                              Selection::Alternating)),
+                         definition_case_name);
 
 TEST(MaskedGradTest, EverySelectedAndNoneSelected) {
   const int64_t tokens = 16, in = 5, out = 3;
