@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "engine/cpu/check.h"
@@ -63,12 +64,47 @@ __attribute__((always_inline)) inline void copy_block(const T* __restrict src, i
   }
 }
 
+// One step of a register transpose of `width` vectors of `width` lanes: for each pair
+// of vectors (r, r + kStep) with r & kStep == 0, the lanes l with l & kStep swap with
+// the lanes l - kStep of the other, so that blocks of kStep x kStep lanes trade places.
+// After the steps 1, 2, 4, ..., width / 2 (in any order), vector r holds lane r of every
+// input vector.
+template <int64_t kStep, typename Row, size_t... kLane>
+__attribute__((always_inline)) inline void transpose_step(Row* v, std::index_sequence<kLane...>) {
+  constexpr int64_t width = int64_t(sizeof...(kLane));
+  for (int64_t r = 0; r < width; ++r) {
+    if (r & kStep) continue;
+    const Row low = v[r], high = v[r + kStep];
+    // Lane indices address low's lanes as 0 .. width - 1 and high's as width .. 2 width - 1.
+    v[r] = __builtin_shufflevector(low, high, ((kLane & kStep) ? width + kLane - kStep : kLane)...);
+    v[r + kStep] = __builtin_shufflevector(low, high, ((kLane & kStep) ? width + kLane : kLane + kStep)...);
+  }
+  if constexpr (kStep * 2 < width) transpose_step<kStep * 2>(v, std::index_sequence<kLane...>());
+}
+
 // dst[c * ld_dst + r] = src[r * ld_src + c] for r < rows, c < cols: a transposed copy.
+// Blocks of one vector's width of columns go through registers a block of as many rows
+// at a time, the rows past `rows` as zeros, so every row of dst must have room for rows
+// rounded up to a whole vector; columns past the last whole block go one by one.
 template <typename T>
 __attribute__((always_inline)) inline void transpose_block(const T* __restrict src, int64_t ld_src,
                                                            T* __restrict dst, int64_t ld_dst, int64_t rows,
                                                            int64_t cols) {
-  for (int64_t c = 0; c < cols; ++c) {
+  using Row = typename Vector64<T>::type;
+  constexpr int64_t width = int64_t(sizeof(Row) / sizeof(T));
+  const int64_t whole = cols / width * width;
+  for (int64_t c0 = 0; c0 < whole; c0 += width) {
+    for (int64_t r0 = 0; r0 < rows; r0 += width) {
+      Row v[width];
+      for (int64_t r = 0; r < width; ++r) {
+        v[r] = Row{};
+        if (r0 + r < rows) std::memcpy(&v[r], src + (r0 + r) * ld_src + c0, sizeof(Row));
+      }
+      transpose_step<1>(v, std::make_index_sequence<width>());
+      for (int64_t c = 0; c < width; ++c) std::memcpy(dst + (c0 + c) * ld_dst + r0, &v[c], sizeof(Row));
+    }
+  }
+  for (int64_t c = whole; c < cols; ++c) {
     for (int64_t r = 0; r < rows; ++r) dst[c * ld_dst + r] = src[r * ld_src + c];
   }
 }

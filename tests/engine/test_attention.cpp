@@ -150,6 +150,13 @@ TEST(AttentionTest, MatchesReferenceWithoutTokenPaddingF32) {
                           vitune::testing::kF32Gradient);
 }
 
+TEST(AttentionTest, MatchesReferenceWithHeadsOfWholeVectorsF32) {
+  // Heads of 40 floats go through register transposes 16 columns at a time, then 8 one
+  // by one; 33 tokens leave a last block of one row.
+  check_against_reference({1, 33, 2, 40}, DType::F32, vitune::testing::kF32Forward,
+                          vitune::testing::kF32Gradient);
+}
+
 TEST(AttentionTest, BackwardMatchesFiniteDifferencesF64) {
   const Dims s{2, 5, 2, 4};
   Tensor qkv = random_normal({2, 5, 24}, DType::F64, kSeed, 11);
