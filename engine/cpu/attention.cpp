@@ -171,15 +171,26 @@ inline Doubles widen(const double* x) {
   return d;
 }
 
-// l[0] combined with every other of the width lanes by halving: lane i with lane
+// Lane 0 of v combined with every other lane by halving, in registers: lane i with lane
 // i + width/2, then i + width/4, ...; for a sum of 8 lanes
 // ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
-template <typename T, int64_t width, typename Combine>
-T fold_lanes(T (&l)[width], const Combine& combine) {
-  for (int64_t half = width / 2; half > 0; half /= 2) {
-    for (int64_t i = 0; i < half; ++i) l[i] = combine(l[i], l[i + half]);
+template <int64_t kHalf, typename Row, typename Combine, size_t... kLane>
+__attribute__((always_inline)) inline Row combine_halves(Row v, const Combine& combine,
+                                                        std::index_sequence<kLane...>) {
+  constexpr int64_t width = int64_t(sizeof...(kLane));
+  const Row upper = __builtin_shufflevector(v, v, ((int64_t(kLane) + kHalf) % width)...);
+  v = combine(v, upper);
+  if constexpr (kHalf > 1) {
+    return combine_halves<kHalf / 2>(v, combine, std::index_sequence<kLane...>());
+  } else {
+    return v;
   }
-  return l[0];
+}
+
+template <typename T, typename Row, typename Combine>
+__attribute__((always_inline)) inline T fold_lanes(Row v, const Combine& combine) {
+  constexpr size_t width = sizeof(Row) / sizeof(T);
+  return combine_halves<int64_t(width / 2)>(v, combine, std::make_index_sequence<width>())[0];
 }
 
 // sum_j of the lanes of term(j) for j = 0, 8, 16, ... < count: term(j) is the doubles
@@ -192,27 +203,7 @@ double row_sum(int64_t count, const Term& term) {
     even += term(j);
     odd += term(j + kDoubleLanes);
   }
-  double l[kDoubleLanes];
-  const Doubles total = even + odd;
-  std::memcpy(l, &total, sizeof total);
-  return fold_lanes(l, [](double x, double y) { return x + y; });
-}
-
-// The largest of x[0 .. count).
-template <typename T>
-T row_max(const T* x, int64_t count) {
-  using Row = typename Vector64<T>::type;
-  constexpr int64_t width = int64_t(sizeof(Row) / sizeof(T));
-  Row max;
-  std::memcpy(&max, x, sizeof max);
-  for (int64_t j = width; j < count; j += width) {
-    Row v;
-    std::memcpy(&v, x + j, sizeof v);
-    max = v > max ? v : max;
-  }
-  T l[width];
-  std::memcpy(l, &max, sizeof max);
-  return fold_lanes(l, [](T current, T other) { return other > current ? other : current; });
+  return fold_lanes<double>(even + odd, [](Doubles x, Doubles y) { return x + y; });
 }
 
 // row[j] = e^(row[j] - max) for j < count, a whole number of float vectors, where
@@ -228,19 +219,50 @@ void exp_shifted(double* row, int64_t count, double max) {
   for (int64_t j = 0; j < count; ++j) row[j] = std::exp(row[j] - max);
 }
 
-// Softmax in place of each of `count` <= kTileRows rows of ld entries, over their first
-// n, max-subtracted, the sum in double. A row has padded_n entries; the padding is set
-// to -inf first, so that it takes no part and ends as 0, and every step runs over
-// whole vectors. Each step runs for all the rows before the next, so that the rows'
-// chains of dependent steps overlap.
+// The larger of two vectors, lane by lane.
+template <typename Row>
+__attribute__((always_inline)) inline Row lane_max(Row current, Row other) {
+  return other > current ? other : current;
+}
+
+// One tile of kTileRows rows of the scores, S[r, j] = sum_{d < dh} q[r * dh + d]
+// k_t[d * nt + j] for every j < nt (each sum in order of d), into scores[r * nt + j],
+// with the columns j >= n set to -inf so that the softmax gives them 0; max[r] is then
+// the largest S[r, j], j < n.
 template <typename T>
-void softmax_rows(T* rows, int64_t ld, int64_t count, int64_t n, int64_t padded_n) {
-  T max[kTileRows], inverse[kTileRows];
-  for (int64_t r = 0; r < count; ++r) {
-    T* row = rows + r * ld;
-    for (int64_t j = n; j < padded_n; ++j) row[j] = -std::numeric_limits<T>::infinity();
-    max[r] = row_max(row, padded_n);
+void scores_tile(const T* q, int64_t dh, const T* k_t, int64_t nt, int64_t n, T* scores, T (&max)[kTileRows]) {
+  using Row = typename Vector64<T>::type;
+  constexpr int64_t width = int64_t(sizeof(Row) / sizeof(T));
+  const Row none = Row{} - std::numeric_limits<T>::infinity();
+  Row lane{}, row_max[kTileRows];
+  for (int64_t l = 0; l < width; ++l) lane[l] = T(l);
+  for (Row& m : row_max) m = none;
+  for (int64_t j0 = 0; j0 < nt; j0 += width) {
+    Row acc[kTileRows] = {};
+    for (int64_t d = 0; d < dh; ++d) {
+      Row kd;
+      std::memcpy(&kd, k_t + d * nt + j0, sizeof kd);
+      for (int64_t r = 0; r < kTileRows; ++r) acc[r] += q[r * dh + d] * kd;
+    }
+    const bool padded = j0 + width > n;
+    for (int64_t r = 0; r < kTileRows; ++r) {
+      if (padded) acc[r] = lane + T(j0) < T(n) ? acc[r] : none;
+      std::memcpy(scores + r * nt + j0, &acc[r], sizeof(Row));
+      row_max[r] = lane_max(row_max[r], acc[r]);
+    }
   }
+  for (int64_t r = 0; r < kTileRows; ++r) max[r] = fold_lanes<T>(row_max[r], lane_max<Row>);
+}
+
+// Softmax of each of `count` <= kTileRows rows of ld entries given each row's max, the
+// sum in double, written in place and to out[r * n + j] for j < n. A row has padded_n
+// entries, those past n -inf, so that they end as 0 and every step runs over whole
+// vectors. Each step runs for all the rows before the next, so that the rows' chains of
+// dependent steps overlap.
+template <typename T>
+void softmax_rows(T* rows, int64_t ld, int64_t count, int64_t n, int64_t padded_n, const T (&max)[kTileRows],
+                  T* out) {
+  T inverse[kTileRows];
   for (int64_t r = 0; r < count; ++r) exp_shifted(rows + r * ld, padded_n, max[r]);
   for (int64_t r = 0; r < count; ++r) {
     const T* row = rows + r * ld;
@@ -249,6 +271,7 @@ void softmax_rows(T* rows, int64_t ld, int64_t count, int64_t n, int64_t padded_
   for (int64_t r = 0; r < count; ++r) {
     T* row = rows + r * ld;
     for (int64_t j = 0; j < padded_n; ++j) row[j] *= inverse[r];
+    copy_block(row, ld, out + r * n, n, 1, n);
   }
 }
 
@@ -280,11 +303,12 @@ void forward_head(const AttentionShape& s, int64_t b, int64_t h, T scale, const 
   copy_block(head, 3 * s.dim, w.q.data(), dh, n, dh, scale);
   transpose_block(head + s.dim, 3 * s.dim, w.k_t.data(), nt, n, dh);
   copy_block(head + 2 * s.dim, 3 * s.dim, w.v.data(), dp, n, dh);
-  tile_product<false>(w.q.data(), dh, w.k_t.data(), nt, w.scores.data(), nt, s.tile_rows, nt, dh);
+  T* head_probs = probs + (b * s.heads + h) * n * n;
   for (int64_t i = 0; i < n; i += kTileRows) {
-    softmax_rows(w.scores.data() + i * nt, nt, std::min(kTileRows, n - i), n, nt);
+    T max[kTileRows];
+    scores_tile(w.q.data() + i * dh, dh, w.k_t.data(), nt, n, w.scores.data() + i * nt, max);
+    softmax_rows(w.scores.data() + i * nt, nt, std::min(kTileRows, n - i), n, nt, max, head_probs + i * n);
   }
-  copy_block(w.scores.data(), nt, probs + (b * s.heads + h) * n * n, n, n, n);
   tile_product<false>(w.scores.data(), nt, w.v.data(), dp, w.out.data(), dp, s.tile_rows, dp, n);
   copy_block(w.out.data(), dp, ctx + b * n * s.dim + h * dh, s.dim, n, dh);
 }
