@@ -10,8 +10,9 @@
 //     zero-padded), shared by the threads
 //   the threads take equal contiguous ranges of kMr row strips of op(A); in each,
 //   for each group of up to kMcStrips = 16 strips:
-//     pack the group's rows of op(A) for all of K (or, for a row-major A and a
-//       product of few B strips, read A in place: reads_a_in_place)
+//     pack the group's rows of op(A) for all of K (or, where one block of C holds
+//       all of B's strips, each block of K just before its one use; or, for a
+//       row-major A and a product of few B strips, read A in place: reads_a_in_place)
 //     for each block of kNcStrips = 8 B strips (a block of C that stays in L2)
 //       for each block of K, in order
 //         for each B strip   (stays in L1 for the 16 calls)
@@ -293,28 +294,36 @@ void run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alph
     }
   });
 
+  // With one block of C columns, each block of K of a group's A strips is used once, so
+  // it is packed just before its use, into a buffer that stays in L2; with more, all of
+  // K is packed first and reused for each block of C columns.
+  const bool pack_a_per_block = col_strips <= kNcStrips;
   parallel_for(row_strips, serial ? row_strips : 1, [&](int64_t begin, int64_t end) {
-    // A group of up to kMcStrips strips of op(A), packed for all of K: block of K
-    // `block`, strip s of the group at packed_a + a_offset(block, s).
+    // A group of up to kMcStrips strips of op(A), packed: block of K `block`, strip s
+    // of the group at packed_a + a_offset(block, s).
     static thread_local std::vector<float> a_buffer;
-    float* packed_a = scratch(a_buffer, size_t(k_blocks * kMcStrips * kMr * kc_max));
+    const int64_t packed_blocks = pack_a_per_block ? 1 : k_blocks;
+    float* packed_a = scratch(a_buffer, size_t(packed_blocks * kMcStrips * kMr * kc_max));
     auto a_offset = [&](int64_t block, int64_t s) {
-      return (block * kMcStrips * kc_max + s * block_kc(block)) * kMr;
+      return ((pack_a_per_block ? 0 : block) * kMcStrips * kc_max + s * block_kc(block)) * kMr;
     };
     // The range's groups are as equal as possible.
     const int64_t groups = (end - begin + kMcStrips - 1) / kMcStrips;
     for (int64_t g = 0; g < groups; ++g) {
       const int64_t s0 = begin + (end - begin) * g / groups, s1 = begin + (end - begin) * (g + 1) / groups;
       const int64_t first_packed = in_place ? std::max(s0, std::min(s1, m / kMr)) : s0;
-      if (first_packed < s1) {
-        for (int64_t block = 0; block < k_blocks; ++block) {
-          pack_a_strips<kMr>(trans_a, a, lda, first_packed * kMr, std::min(m, s1 * kMr) - first_packed * kMr,
-                             block_k0(block), block_kc(block), packed_a + a_offset(block, first_packed - s0));
-        }
+      auto pack_a_block = [&](int64_t block) {
+        if (first_packed == s1) return;
+        pack_a_strips<kMr>(trans_a, a, lda, first_packed * kMr, std::min(m, s1 * kMr) - first_packed * kMr,
+                           block_k0(block), block_kc(block), packed_a + a_offset(block, first_packed - s0));
+      };
+      if (!pack_a_per_block) {
+        for (int64_t block = 0; block < k_blocks; ++block) pack_a_block(block);
       }
       for (int64_t t0 = 0; t0 < col_strips; t0 += kNcStrips) {
         const int64_t t1 = std::min(col_strips, t0 + kNcStrips);
         for (int64_t block = 0; block < k_blocks; ++block) {
+          if (pack_a_per_block) pack_a_block(block);
           const int64_t kc = block_kc(block);
           for (int64_t t = t0; t < t1; ++t) {
             const int64_t j0 = t * kNr;
