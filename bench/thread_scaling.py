@@ -34,7 +34,11 @@ def run_once(program, arguments, threads):
             sys.exit(f"VITUNE_NUM_THREADS={threads} {' '.join(command)} failed "
                      f"(exit status {result.returncode}):\n{result.stderr}")
         with open(out) as stream:
-            report = json.load(stream)
+            text = stream.read()
+    # Google Benchmark exits with status 0 and writes nothing when no benchmark matches.
+    if not text.strip():
+        sys.exit(f"VITUNE_NUM_THREADS={threads} {' '.join(command)} ran no benchmark:\n{result.stderr}")
+    report = json.loads(text)
     times, units = {}, {}
     for entry in report.get("benchmarks", []):
         if entry.get("run_type", "iteration") != "iteration":
