@@ -19,6 +19,11 @@
 //           for each A strip (from L2, read 8 times)
 //             micro_kernel: the kMr x kNr tile of C += A strip x B strip
 //
+// Where one block of C holds all of B's strips and K is one block or the rows are few
+// (the products of a small ViT), B is not shared: each thread packs each block of K of
+// B itself and runs all its groups on it before the next block, so that no thread reads
+// packed strips from the other core's cache.
+//
 // So a B strip is read from L1 by 16 micro-kernel calls, the group's A block of K stays
 // in L2 for the 8 B strips, and the C block stays in L2 across the blocks of K: C goes
 // to memory once, not once per block of K.
@@ -47,6 +52,7 @@ constexpr int64_t kMcStrips = 16;                   // A strips per group
 constexpr int64_t kNcStrips = 8;                    // B strips per block of C
 constexpr int64_t kSerialFlops = int64_t(1) << 21;  // smaller products run on one thread
 constexpr int64_t kInPlaceMaxStrips = 4;            // at most this many B strips read a row-major A in place
+constexpr int64_t kMaxRowStripsBPerThread = 32;     // at most this many A strips pack B per thread over blocks of K
 
 // A 64-byte aligned scratch buffer per thread, grown on demand and kept.
 inline float* scratch(std::vector<float>& buffer, size_t floats) {
@@ -280,73 +286,103 @@ void run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alph
   auto block_k0 = [&](int64_t block) { return block * kc_max; };
   auto block_kc = [&](int64_t block) { return std::min(kc_max, k - block * kc_max); };
 
-  // All of op(B), packed once: block of K `block`, strip t at packed_b + b_offset(block, t).
-  static thread_local std::vector<float> b_buffer;
-  float* packed_b = scratch(b_buffer, size_t(k_blocks * col_strips * kNr * kc_max));
+  // Where one block of C holds all of B's strips, each block of K of A is used once, so
+  // it is packed just before its use into a one-block buffer that stays in L2. If
+  // moreover K is one block or the rows are few, each thread packs B itself, a block of
+  // K at a time, and runs all its groups on that block before the next: the packed
+  // strips it reads are the ones it wrote, in its own L2, and C (at most
+  // kMaxRowStripsBPerThread strips of rows) stays in L2 across the blocks. Otherwise all
+  // of B is packed once, shared by the threads.
+  const bool one_c_block = col_strips <= kNcStrips;
+  const bool b_per_thread = one_c_block && (k_blocks == 1 || row_strips <= kMaxRowStripsBPerThread);
+  const int64_t b_blocks = b_per_thread ? 1 : k_blocks;
+  // Block of K `block`, strip t of B at packed_b + b_offset(block, t).
   auto b_offset = [&](int64_t block, int64_t t) {
-    return (block * col_strips * kc_max + t * block_kc(block)) * kNr;
+    return ((b_per_thread ? 0 : block) * col_strips * kc_max + t * block_kc(block)) * kNr;
   };
-  parallel_for(k_blocks * col_strips, serial ? k_blocks * col_strips : 4, [&](int64_t begin, int64_t end) {
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t block = item / col_strips, t = item % col_strips;
-      pack_b_strip<kNr>(trans_b, b, ldb, block_k0(block), block_kc(block), t * kNr,
-                        std::min<int64_t>(kNr, n - t * kNr), packed_b + b_offset(block, t));
-    }
-  });
+  auto pack_b = [&](float* packed_b, int64_t block, int64_t t) {
+    pack_b_strip<kNr>(trans_b, b, ldb, block_k0(block), block_kc(block), t * kNr, std::min<int64_t>(kNr, n - t * kNr),
+                      packed_b + b_offset(block, t));
+  };
+  static thread_local std::vector<float> b_buffer;
+  float* const shared_b = b_per_thread ? nullptr : scratch(b_buffer, size_t(k_blocks * col_strips * kNr * kc_max));
+  if (!b_per_thread) {
+    parallel_for(k_blocks * col_strips, serial ? k_blocks * col_strips : 4, [&](int64_t begin, int64_t end) {
+      for (int64_t item = begin; item < end; ++item) pack_b(shared_b, item / col_strips, item % col_strips);
+    });
+  }
 
-  // With one block of C columns, each block of K of a group's A strips is used once, so
-  // it is packed just before its use, into a buffer that stays in L2; with more, all of
-  // K is packed first and reused for each block of C columns.
-  const bool pack_a_per_block = col_strips <= kNcStrips;
   parallel_for(row_strips, serial ? row_strips : 1, [&](int64_t begin, int64_t end) {
+    static thread_local std::vector<float> a_buffer, own_b_buffer;
+    float* const packed_b =
+        b_per_thread ? scratch(own_b_buffer, size_t(b_blocks * col_strips * kNr * kc_max)) : shared_b;
     // A group of up to kMcStrips strips of op(A), packed: block of K `block`, strip s
     // of the group at packed_a + a_offset(block, s).
-    static thread_local std::vector<float> a_buffer;
-    const int64_t packed_blocks = pack_a_per_block ? 1 : k_blocks;
-    float* packed_a = scratch(a_buffer, size_t(packed_blocks * kMcStrips * kMr * kc_max));
+    const int64_t a_blocks = one_c_block ? 1 : k_blocks;
+    float* packed_a = scratch(a_buffer, size_t(a_blocks * kMcStrips * kMr * kc_max));
     auto a_offset = [&](int64_t block, int64_t s) {
-      return ((pack_a_per_block ? 0 : block) * kMcStrips * kc_max + s * block_kc(block)) * kMr;
+      return ((one_c_block ? 0 : block) * kMcStrips * kc_max + s * block_kc(block)) * kMr;
     };
-    // The range's groups are as equal as possible.
+    // The range's groups are as equal as possible: group g is strips [s0, s1), of which
+    // those from first_packed on are packed (the ones before are read in place).
     const int64_t groups = (end - begin + kMcStrips - 1) / kMcStrips;
-    for (int64_t g = 0; g < groups; ++g) {
+    struct Group {
+      int64_t s0, s1, first_packed;
+    };
+    auto group = [&](int64_t g) {
       const int64_t s0 = begin + (end - begin) * g / groups, s1 = begin + (end - begin) * (g + 1) / groups;
-      const int64_t first_packed = in_place ? std::max(s0, std::min(s1, m / kMr)) : s0;
-      auto pack_a_block = [&](int64_t block) {
-        if (first_packed == s1) return;
-        pack_a_strips<kMr>(trans_a, a, lda, first_packed * kMr, std::min(m, s1 * kMr) - first_packed * kMr,
-                           block_k0(block), block_kc(block), packed_a + a_offset(block, first_packed - s0));
-      };
-      if (!pack_a_per_block) {
-        for (int64_t block = 0; block < k_blocks; ++block) pack_a_block(block);
+      return Group{s0, s1, in_place ? std::max(s0, std::min(s1, m / kMr)) : s0};
+    };
+    auto pack_a_block = [&](const Group& r, int64_t block) {
+      if (r.first_packed == r.s1) return;
+      pack_a_strips<kMr>(trans_a, a, lda, r.first_packed * kMr, std::min(m, r.s1 * kMr) - r.first_packed * kMr,
+                         block_k0(block), block_kc(block), packed_a + a_offset(block, r.first_packed - r.s0));
+    };
+    // The tiles of the group's strips and B strips [t0, t1) over block of K `block`.
+    auto multiply_block = [&](const Group& r, int64_t block, int64_t t0, int64_t t1) {
+      const int64_t kc = block_kc(block);
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t j0 = t * kNr;
+        const int cols = int(std::min<int64_t>(kNr, n - j0));
+        // The B strip after this one, fetched into L2 a slice per micro-kernel call.
+        const float* b_next = packed_b + (t + 1 < t1 ? b_offset(block, t + 1)
+                                          : block + 1 < b_blocks ? b_offset(block + 1, t0)
+                                                                  : b_offset(0, std::min(t1, col_strips - 1)));
+        for (int64_t s = r.s0; s < r.s1; ++s) {
+          const int64_t i0 = s * kMr;
+          const float* bias_tile = bias && block == k_blocks - 1 ? bias + j0 : nullptr;
+          auto multiply = [&](const auto& a_strip) {
+            Kernel::micro_kernel(kc, a_strip, packed_b + b_offset(block, t), c + i0 * ldc + j0, ldc,
+                                 int(std::min<int64_t>(kMr, m - i0)), cols, alpha, beta, block == 0, bias_tile,
+                                 b_next + (s - r.s0) * 2 * kc);
+          };
+          if (s < r.first_packed) {
+            multiply(AStrip<true, kMr>(a + i0 * lda + block_k0(block), lda, s + 1 < r.first_packed));
+          } else {
+            multiply(AStrip<false, kMr>(packed_a + a_offset(block, s - r.s0), kMr));
+          }
+        }
+      }
+    };
+    if (b_per_thread) {
+      for (int64_t block = 0; block < k_blocks; ++block) {
+        for (int64_t t = 0; t < col_strips; ++t) pack_b(packed_b, block, t);
+        for (int64_t g = 0; g < groups; ++g) {
+          pack_a_block(group(g), block);
+          multiply_block(group(g), block, 0, col_strips);
+        }
+      }
+      return;
+    }
+    for (int64_t g = 0; g < groups; ++g) {
+      const Group r = group(g);
+      if (!one_c_block) {
+        for (int64_t block = 0; block < k_blocks; ++block) pack_a_block(r, block);
       }
       for (int64_t t0 = 0; t0 < col_strips; t0 += kNcStrips) {
-        const int64_t t1 = std::min(col_strips, t0 + kNcStrips);
         for (int64_t block = 0; block < k_blocks; ++block) {
-          if (pack_a_per_block) pack_a_block(block);
-          const int64_t kc = block_kc(block);
-          for (int64_t t = t0; t < t1; ++t) {
-            const int64_t j0 = t * kNr;
-            const int cols = int(std::min<int64_t>(kNr, n - j0));
-            // The B strip after this one, fetched into L2 a slice per micro-kernel call.
-            const float* b_next = packed_b + (t + 1 < t1              ? b_offset(block, t + 1)
-                                              : block + 1 < k_blocks ? b_offset(block + 1, t0)
-                                                                     : b_offset(0, std::min(t1, col_strips - 1)));
-            for (int64_t s = s0; s < s1; ++s) {
-              const int64_t i0 = s * kMr;
-              const float* bias_tile = bias && block == k_blocks - 1 ? bias + j0 : nullptr;
-              auto multiply = [&](const auto& a_strip) {
-                Kernel::micro_kernel(kc, a_strip, packed_b + b_offset(block, t), c + i0 * ldc + j0, ldc,
-                                     int(std::min<int64_t>(kMr, m - i0)), cols, alpha, beta, block == 0, bias_tile,
-                                     b_next + (s - s0) * 2 * kc);
-              };
-              if (s < first_packed) {
-                multiply(AStrip<true, kMr>(a + i0 * lda + block_k0(block), lda, s + 1 < first_packed));
-              } else {
-                multiply(AStrip<false, kMr>(packed_a + a_offset(block, s - s0), kMr));
-              }
-            }
-          }
+          if (one_c_block) pack_a_block(r, block);
+          multiply_block(r, block, t0, std::min(col_strips, t0 + kNcStrips));
         }
       }
     }

@@ -104,12 +104,14 @@ TEST(Gemm, Avx512KernelReadsARowMajorAInPlaceForFewBStripsUnlessItsRowsShareL1Se
 // transpose combination; 1 to 4 threads give the same bits. A row-major A of at least
 // 12 rows is read in place (its last strip of fewer than 12 rows packed), but for
 // n = 257 (9 B strips) and k = 1019 (rows 1024 floats apart), where it is packed
-// throughout, as are the shapes of fewer than 12 rows.
+// throughout, as are the shapes of fewer than 12 rows. B is packed by each thread for
+// itself where n <= 256 and K is one block or m <= 384 (200 x 40 x 600), shared by the
+// threads otherwise (193 x 257 x 129, and 400 x 40 x 600: 34 strips of rows).
 TEST(Gemm, Avx512KernelOnPaddedOperandsAroundItsTileAndBlockEdges) {
   if (!cpu::has_avx512()) GTEST_SKIP() << "this CPU has no AVX-512: the kernel is never used here";
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  const int64_t shapes[][3] = {{1, 1, 1}, {11, 31, 7}, {12, 32, 256}, {13, 33, 257},
-                               {25, 65, 300}, {193, 257, 129}, {200, 40, 600}, {30, 40, 1019}};
+  const int64_t shapes[][3] = {{1, 1, 1},      {11, 31, 7},    {12, 32, 256},  {13, 33, 257}, {25, 65, 300},
+                               {193, 257, 129}, {200, 40, 600}, {400, 40, 600}, {30, 40, 1019}};
   int before = num_threads();
   for (const auto& mnk : shapes) {
     const int64_t m = mnk[0], n = mnk[1], k = mnk[2];
