@@ -312,7 +312,8 @@ void run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alph
     });
   }
 
-  parallel_for(row_strips, serial ? row_strips : 1, [&](int64_t begin, int64_t end) {
+  // The tiles of row strips [begin, end) and B strips [t_begin, t_end), on one thread.
+  auto run_range = [&](int64_t begin, int64_t end, int64_t t_begin, int64_t t_end) {
     static thread_local std::vector<float> a_buffer, own_b_buffer;
     float* const packed_b =
         b_per_thread ? scratch(own_b_buffer, size_t(b_blocks * col_strips * kNr * kc_max)) : shared_b;
@@ -345,9 +346,10 @@ void run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alph
         const int64_t j0 = t * kNr;
         const int cols = int(std::min<int64_t>(kNr, n - j0));
         // The B strip after this one, fetched into L2 a slice per micro-kernel call.
-        const float* b_next = packed_b + (t + 1 < t1 ? b_offset(block, t + 1)
+        const float* b_next = packed_b + (t + 1 < t1              ? b_offset(block, t + 1)
                                           : block + 1 < b_blocks ? b_offset(block + 1, t0)
-                                                                  : b_offset(0, std::min(t1, col_strips - 1)));
+                                          : b_per_thread         ? b_offset(0, t0)
+                                                                 : b_offset(0, std::min(t1, col_strips - 1)));
         for (int64_t s = r.s0; s < r.s1; ++s) {
           const int64_t i0 = s * kMr;
           const float* bias_tile = bias && block == k_blocks - 1 ? bias + j0 : nullptr;
@@ -366,10 +368,10 @@ void run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alph
     };
     if (b_per_thread) {
       for (int64_t block = 0; block < k_blocks; ++block) {
-        for (int64_t t = 0; t < col_strips; ++t) pack_b(packed_b, block, t);
+        for (int64_t t = t_begin; t < t_end; ++t) pack_b(packed_b, block, t);
         for (int64_t g = 0; g < groups; ++g) {
           pack_a_block(group(g), block);
-          multiply_block(group(g), block, 0, col_strips);
+          multiply_block(group(g), block, t_begin, t_end);
         }
       }
       return;
@@ -379,14 +381,24 @@ void run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alph
       if (!one_c_block) {
         for (int64_t block = 0; block < k_blocks; ++block) pack_a_block(r, block);
       }
-      for (int64_t t0 = 0; t0 < col_strips; t0 += kNcStrips) {
+      for (int64_t t0 = t_begin; t0 < t_end; t0 += kNcStrips) {
         for (int64_t block = 0; block < k_blocks; ++block) {
           if (one_c_block) pack_a_block(r, block);
-          multiply_block(r, block, t0, std::min(col_strips, t0 + kNcStrips));
+          multiply_block(r, block, t0, std::min(t_end, t0 + kNcStrips));
         }
       }
     }
-  });
+  };
+  // With B packed per thread, each thread packs all of what the others split: all of B
+  // when the rows are split, all of A when B's strips are. So the threads split the
+  // longer side, op(B)'s columns where n > m.
+  if (b_per_thread && n > m) {
+    parallel_for(col_strips, serial ? col_strips : 1,
+                 [&](int64_t t_begin, int64_t t_end) { run_range(0, row_strips, t_begin, t_end); });
+  } else {
+    parallel_for(row_strips, serial ? row_strips : 1,
+                 [&](int64_t begin, int64_t end) { run_range(begin, end, 0, col_strips); });
+  }
 }
 
 }  // namespace vitune::cpu::gemm_driver

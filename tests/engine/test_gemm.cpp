@@ -105,8 +105,10 @@ TEST(Gemm, Avx512KernelReadsARowMajorAInPlaceForFewBStripsUnlessItsRowsShareL1Se
 // 12 rows is read in place (its last strip of fewer than 12 rows packed), but for
 // n = 257 (9 B strips) and k = 1019 (rows 1024 floats apart), where it is packed
 // throughout, as are the shapes of fewer than 12 rows. B is packed by each thread for
-// itself where n <= 256 and K is one block or m <= 384 (200 x 40 x 600), shared by the
-// threads otherwise (193 x 257 x 129, and 400 x 40 x 600: 34 strips of rows).
+// itself where n <= 256 and K is one block or m <= 384 (200 x 40 x 600), the threads
+// splitting B's strips where n > m (25 x 65 x 300: 3 strips over 2 to 4 threads), and
+// shared by the threads otherwise (193 x 257 x 129, and 400 x 40 x 600: 34 strips of
+// rows).
 TEST(Gemm, Avx512KernelOnPaddedOperandsAroundItsTileAndBlockEdges) {
   if (!cpu::has_avx512()) GTEST_SKIP() << "this CPU has no AVX-512: the kernel is never used here";
   const float nan = std::numeric_limits<float>::quiet_NaN();
