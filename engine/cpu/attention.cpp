@@ -122,11 +122,28 @@ AttentionShape attention_shape(const Tensor& qkv, int heads, const char* op) {
   return {s, round_up(s.tokens, kPad), round_up(s.head_dim, kPad), round_up(s.tokens, kTileRows)};
 }
 
+// acc[r] = sum_{p < k} a(i0 + r, p) b[p * ldb + j0 ...] for r < kTileRows: one register
+// tile of a product, one vector wide, with a(i, p) = a[i * lda + p], or a[p * lda + i]
+// when kTransposeA. Every element sums over p in order.
+template <bool kTransposeA, typename T, typename Row>
+__attribute__((always_inline)) inline void tile_sums(const T* a, int64_t lda, const T* b, int64_t ldb, int64_t i0,
+                                                     int64_t j0, int64_t k, Row (&acc)[kTileRows]) {
+  // Per p: one load of b's row segment and kTileRows broadcast multiply-adds.
+  for (Row& row : acc) row = Row{};
+  for (int64_t p = 0; p < k; ++p) {
+    Row bp;
+    std::memcpy(&bp, b + p * ldb + j0, sizeof(Row));
+    for (int64_t r = 0; r < kTileRows; ++r) {
+      const T ar = kTransposeA ? a[p * lda + i0 + r] : a[(i0 + r) * lda + p];
+      acc[r] += ar * bp;
+    }
+  }
+}
+
 // c[i, j] = sum_{p < k} a(i, p) b[p * ldb + j] for i < m, j < n, with m a multiple of
-// kTileRows, n of the tile width, and a(i, p) = a[i * lda + p], or a[p * lda + i] when
-// kTransposeA. Every element sums over p in order. Entries of c outside the valid rows
-// and columns of a and b (the padding) only ever meet padding, so the valid part of c
-// never depends on what the padding holds.
+// kTileRows, n of the tile width, and a(i, p) as in tile_sums. Entries of c outside the
+// valid rows and columns of a and b (the padding) only ever meet padding, so the valid
+// part of c never depends on what the padding holds.
 template <bool kTransposeA, typename T>
 void tile_product(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m,
                   int64_t n, int64_t k) {
@@ -134,16 +151,8 @@ void tile_product(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_
   constexpr int64_t width = int64_t(sizeof(Row) / sizeof(T));
   for (int64_t i0 = 0; i0 < m; i0 += kTileRows) {
     for (int64_t j0 = 0; j0 < n; j0 += width) {
-      // Per p: one load of b's row segment and kTileRows broadcast multiply-adds.
-      Row acc[kTileRows] = {};
-      for (int64_t p = 0; p < k; ++p) {
-        Row bp;
-        std::memcpy(&bp, b + p * ldb + j0, sizeof(Row));
-        for (int64_t r = 0; r < kTileRows; ++r) {
-          const T ar = kTransposeA ? a[p * lda + i0 + r] : a[(i0 + r) * lda + p];
-          acc[r] += ar * bp;
-        }
-      }
+      Row acc[kTileRows];
+      tile_sums<kTransposeA>(a, lda, b, ldb, i0, j0, k, acc);
       for (int64_t r = 0; r < kTileRows; ++r) {
         std::memcpy(c + (i0 + r) * ldc + j0, &acc[r], sizeof(Row));
       }
@@ -238,12 +247,8 @@ void scores_tile(const T* q, int64_t dh, const T* k_t, int64_t nt, int64_t n, T*
   for (int64_t l = 0; l < width; ++l) lane[l] = T(l);
   for (Row& m : row_max) m = none;
   for (int64_t j0 = 0; j0 < nt; j0 += width) {
-    Row acc[kTileRows] = {};
-    for (int64_t d = 0; d < dh; ++d) {
-      Row kd;
-      std::memcpy(&kd, k_t + d * nt + j0, sizeof kd);
-      for (int64_t r = 0; r < kTileRows; ++r) acc[r] += q[r * dh + d] * kd;
-    }
+    Row acc[kTileRows];
+    tile_sums<false>(q, dh, k_t, nt, 0, j0, dh, acc);
     const bool padded = j0 + width > n;
     for (int64_t r = 0; r < kTileRows; ++r) {
       if (padded) acc[r] = lane + T(j0) < T(n) ? acc[r] : none;
