@@ -295,8 +295,8 @@ void run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alph
   // of B is packed once, shared by the threads.
   const bool one_c_block = col_strips <= kNcStrips;
   const bool b_per_thread = one_c_block && (k_blocks == 1 || row_strips <= kMaxRowStripsBPerThread);
-  const int64_t b_blocks = b_per_thread ? 1 : k_blocks;
-  // Block of K `block`, strip t of B at packed_b + b_offset(block, t).
+  // Block of K `block`, strip t of B at packed_b + b_offset(block, t) (a thread's own
+  // buffer holds one block).
   auto b_offset = [&](int64_t block, int64_t t) {
     return ((b_per_thread ? 0 : block) * col_strips * kc_max + t * block_kc(block)) * kNr;
   };
@@ -315,8 +315,7 @@ void run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alph
   // The tiles of row strips [begin, end) and B strips [t_begin, t_end), on one thread.
   auto run_range = [&](int64_t begin, int64_t end, int64_t t_begin, int64_t t_end) {
     static thread_local std::vector<float> a_buffer, own_b_buffer;
-    float* const packed_b =
-        b_per_thread ? scratch(own_b_buffer, size_t(b_blocks * col_strips * kNr * kc_max)) : shared_b;
+    float* const packed_b = b_per_thread ? scratch(own_b_buffer, size_t(col_strips * kNr * kc_max)) : shared_b;
     // A group of up to kMcStrips strips of op(A), packed: block of K `block`, strip s
     // of the group at packed_a + a_offset(block, s).
     const int64_t a_blocks = one_c_block ? 1 : k_blocks;
@@ -345,10 +344,11 @@ void run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alph
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t j0 = t * kNr;
         const int cols = int(std::min<int64_t>(kNr, n - j0));
-        // The B strip after this one, fetched into L2 a slice per micro-kernel call.
+        // The B strip after this one, fetched into L2 a slice per micro-kernel call (a
+        // thread's own buffer has no next block: it starts again at t0).
         const float* b_next = packed_b + (t + 1 < t1              ? b_offset(block, t + 1)
-                                          : block + 1 < b_blocks ? b_offset(block + 1, t0)
-                                          : b_per_thread         ? b_offset(0, t0)
+                                          : b_per_thread         ? b_offset(block, t0)
+                                          : block + 1 < k_blocks ? b_offset(block + 1, t0)
                                                                  : b_offset(0, std::min(t1, col_strips - 1)));
         for (int64_t s = r.s0; s < r.s1; ++s) {
           const int64_t i0 = s * kMr;
@@ -370,8 +370,9 @@ void run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alph
       for (int64_t block = 0; block < k_blocks; ++block) {
         for (int64_t t = t_begin; t < t_end; ++t) pack_b(packed_b, block, t);
         for (int64_t g = 0; g < groups; ++g) {
-          pack_a_block(group(g), block);
-          multiply_block(group(g), block, t_begin, t_end);
+          const Group r = group(g);
+          pack_a_block(r, block);
+          multiply_block(r, block, t_begin, t_end);
         }
       }
       return;
