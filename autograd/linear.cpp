@@ -11,12 +11,17 @@ namespace {
 // with LoRA, dA): nothing when none of them is wanted; under bf16 autocast, when X is f32
 // and W is not element-masked, X rounded to bf16, half the bytes: the autocast product
 // rounds X to exactly these values, so the gradients keep their bits (the masked
-// gradient is not an autocast product and keeps X in f32); else X itself.
-Tensor saved_input(const Tensor& x2, bool read_in_backward, const Variable& weight) {
+// gradient is not an autocast product and keeps X in f32); where only W's masked
+// gradient reads X (`columns_only`) and its selection touches only some columns of W,
+// those columns of X alone (Variable::grad_columns): one entry per row of fc2 [64, 256]
+// touches at most 64 of X's 256 columns, so the gradient reads at most a quarter of
+// the bytes and X itself can be freed after the forward pass; else X itself.
+Tensor saved_input(const Tensor& x2, bool read_in_backward, const Variable& weight, bool columns_only) {
   if (!read_in_backward) return Tensor();
   if (autocast_bf16() && x2.dtype() == DType::F32 && !weight.grad_indices().defined()) {
     return x2.to(DType::BF16);
   }
+  if (columns_only && weight.grad_columns().defined()) return ops::gather_columns(x2, weight.grad_columns());
   return x2;
 }
 
@@ -62,14 +67,21 @@ Tensor dense_forward(const Variable& x, const Variable& weight, const Variable& 
 //   dW = dY^T X            ([out, T] x [T, in]), summed over all T tokens
 //   db = sum_t dY[t, :]
 // For an element-masked W only the selected (j, k) of dW are formed:
-//   dW[j, k] = sum_t dY[t, j] X[t, k]   (ops::masked_weight_grad, O(T * selected)).
+//   dW[j, k] = sum_t dY[t, j] X[t, k]   (ops::masked_weight_grad, O(T * selected)),
+// from X's touched columns alone where saved_input kept only those (then x2 has fewer
+// columns than W, and the renumbered indices point into them: the same products, added
+// in the same order).
 // A frozen W or b skips its product entirely.
 void weight_and_bias_grads(const Tensor& dy2, const Tensor& x2, const Tensor& w, const Variable& weight,
                            const Variable& bias) {
   GradientSlot dw(weight), db(bias);
   if (dw.wanted()) {
     if (Tensor* selected = dw.selected()) {
-      ops::masked_weight_grad(dy2, x2, weight.grad_indices(), w.dim(1), *selected);
+      const bool columns_only = x2.dim(1) < w.dim(1);
+      VITUNE_CHECK(!columns_only || weight.grad_columns().numel() == x2.dim(1), "linear '", weight.name(),
+                   "': its selection changed between the forward pass and backward");
+      ops::masked_weight_grad(dy2, x2, columns_only ? weight.grad_indices_in_columns() : weight.grad_indices(),
+                              x2.dim(1), *selected);
     } else {
       Tensor dw2 = dw.dense().reshape(w.shape());
       product_with_input(1.0, dy2, x2, dw.beta(), dw2, weight);
@@ -92,7 +104,7 @@ void weight_and_bias_grads(const Tensor& dy2, const Tensor& x2, const Tensor& w,
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
   Tensor x2, w;
   Tensor y = dense_forward(x, weight, bias, x2, w);
-  Tensor saved = saved_input(x2, needs_grad(weight), weight);
+  Tensor saved = saved_input(x2, needs_grad(weight), weight, /*columns_only=*/true);
   return make_result(y, {x, weight, bias}, "linear", [x = x.on_tape(), weight, bias, saved, w](const Tensor& dy) {
     Tensor dy2 = dy.reshape({-1, w.dim(0)});
     weight_and_bias_grads(dy2, saved, w, weight, bias);
@@ -127,7 +139,8 @@ Variable lora_linear(const Variable& x, const Variable& weight, const Variable& 
   ops::gemm(false, true, 1.0, x2, a, 0.0, h);
   Tensor y2 = y.reshape({-1, w.dim(0)});
   ops::gemm(false, true, scaling, h, b, 1.0, y2);
-  Tensor saved = saved_input(x2, needs_grad(weight) || needs_grad(lora_a), weight);
+  Tensor saved =
+      saved_input(x2, needs_grad(weight) || needs_grad(lora_a), weight, /*columns_only=*/!needs_grad(lora_a));
   return make_result(y, {x, weight, bias, lora_a, lora_b}, "lora_linear",
                      [x = x.on_tape(), weight, bias, lora_a, lora_b, saved, w, h, scaling](const Tensor& dy) {
                        Tensor dy2 = dy.reshape({-1, w.dim(0)});

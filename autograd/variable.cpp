@@ -2,6 +2,7 @@
 #include "autograd/variable.h"
 
 #include <unordered_set>
+#include <vector>
 
 #include "engine/ops.h"
 
@@ -46,8 +47,36 @@ void Variable::set_requires_grad(bool requires_grad) {
   if (!requires_grad) impl_->grad = Tensor();
 }
 
+namespace {
+
+// The columns that the sorted flat indices `p` [count] touch in a matrix [rows, columns],
+// and the indices renumbered over those columns alone; both undefined where every column
+// is touched. On `device`.
+void columns_touched(const int64_t* p, int64_t count, int64_t columns, Device device, Tensor& touched,
+                     Tensor& renumbered) {
+  std::vector<int64_t> place(size_t(columns), -1), used;
+  for (int64_t i = 0; i < count; ++i) place[size_t(p[i] % columns)] = 0;
+  for (int64_t k = 0; k < columns; ++k) {
+    if (place[size_t(k)] < 0) continue;
+    place[size_t(k)] = int64_t(used.size());
+    used.push_back(k);
+  }
+  const int64_t u = int64_t(used.size());
+  if (u == columns) {
+    touched = renumbered = Tensor();
+    return;
+  }
+  std::vector<int64_t> indices(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) indices[size_t(i)] = p[i] / columns * u + place[size_t(p[i] % columns)];
+  touched = Tensor::from_vector<int64_t>({u}, used, device);
+  renumbered = Tensor::from_vector<int64_t>({count}, indices, device);
+}
+
+}  // namespace
+
 void Variable::set_grad_indices(Tensor indices) {
   VITUNE_CHECK(is_leaf(), "set_grad_indices on '", name(), "': only leaves can be masked");
+  impl_->grad_columns = impl_->grad_indices_in_columns = Tensor();
   if (indices.defined()) {
     VITUNE_CHECK(indices.dtype() == DType::I64 && indices.ndim() == 1, "grad indices of '", name(),
                  "': expected an i64 vector, got ", indices.str());
@@ -57,6 +86,10 @@ void Variable::set_grad_indices(Tensor indices) {
       VITUNE_CHECK(p[i] >= 0 && p[i] < value().numel() && (i == 0 || p[i] > p[i - 1]),
                    "grad indices of '", name(), "': entry ", i, " (", p[i],
                    ") is out of range or not sorted and unique (", value().numel(), " elements)");
+    }
+    if (value().ndim() >= 2 && value().numel() > 0) {
+      columns_touched(p, indices.numel(), value().numel() / value().dim(0), value().device(), impl_->grad_columns,
+                      impl_->grad_indices_in_columns);
     }
   }
   // The indices live where the value does: the masked gradient and update use both.

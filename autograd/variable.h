@@ -34,6 +34,11 @@ struct VariableImpl {
   Device released_device;
   Tensor grad;                  // dense like value, or [selected] with grad_indices
   Tensor grad_indices;          // i64 sorted flat indices; undefined = dense
+  // With grad_indices, for the value seen as a matrix [dim 0, the rest] (a linear
+  // weight [out, in]): the columns the indices touch, in order, and the indices
+  // renumbered over those columns alone (j * in + k -> j * u + k's place among them);
+  // set only where they are fewer than all columns, else undefined.
+  Tensor grad_columns, grad_indices_in_columns;
   bool requires_grad = false;
   std::shared_ptr<Node> grad_fn;  // null for leaves
   std::string name;
@@ -73,6 +78,8 @@ class Variable {
   // vector of their values. An undefined tensor makes the leaf dense again.
   void set_grad_indices(Tensor indices);
   const Tensor& grad_indices() const { return impl_->grad_indices; }
+  const Tensor& grad_columns() const { return impl_->grad_columns; }
+  const Tensor& grad_indices_in_columns() const { return impl_->grad_indices_in_columns; }
   // Drops the gradient; the next backward starts from zero.
   void zero_grad() const;
 

@@ -119,6 +119,13 @@ Columns column_slice_shape(const Tensor& x, int64_t first, int64_t count, const 
   return {x.dim(0), cols};
 }
 
+Columns gather_columns_shape(const Tensor& x, const Tensor& columns, const char* op) {
+  VITUNE_CHECK(x.ndim() == 2, op, ": x must be [rows, columns], got ", x.str());
+  check_index_dtype(columns, op);
+  VITUNE_CHECK(columns.ndim() == 1, op, ": the column numbers must be a vector, got ", columns.str());
+  return {x.dim(0), x.dim(1)};
+}
+
 ClassScores class_scores(const Tensor& scores, const char* scores_name, const Tensor& labels,
                          const char* op, DeviceCheck on_device) {
   VITUNE_CHECK(scores.ndim() == 2 && scores.dim(0) > 0 && scores.dim(1) > 0, op, ": ",

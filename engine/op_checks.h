@@ -67,6 +67,9 @@ struct Columns {
   int64_t rows, cols;
 };
 Columns column_slice_shape(const Tensor& x, int64_t first, int64_t count, const char* op);
+// gather_columns: x [R, C] and columns an i64 vector; returns R and C. The column
+// values are the backend's to check.
+Columns gather_columns_shape(const Tensor& x, const Tensor& columns, const char* op);
 
 // Checks scores [B, C] (logits or probabilities, named `scores_name`) with B, C > 0 and
 // labels i64 [B]; returns B and C. The label values are the backend's to check.

@@ -263,6 +263,11 @@ Tensor column_slice(const Tensor& x, int64_t first, int64_t count) {
   return VITUNE_ON_DEVICE(x, column_slice(x, first, count));
 }
 
+Tensor gather_columns(const Tensor& x, const Tensor& columns) {
+  one_device("gather_columns", {&x, &columns});
+  return VITUNE_ON_DEVICE(x, gather_columns(x, columns));
+}
+
 void masked_weight_grad(const Tensor& dy, const Tensor& x, const Tensor& indices,
                         int64_t in_features, Tensor& accumulate) {
   one_device("masked_weight_grad", {&dy, &x, &indices, &accumulate});

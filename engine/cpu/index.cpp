@@ -1,8 +1,10 @@
-// CPU gather and scatter through flat i64 indices. Every index is checked against
-// [0, numel) before anything is read or written, so a bad index leaves x untouched.
-// gather and scatter move elements of any dtype; scatter_add adds float elements.
-// Both scatters run serially in index order: with repeated indices scatter keeps the
-// last value and scatter_add adds them in order, the same on every run.
+// CPU gather and scatter through flat i64 indices, and gather_columns through column
+// numbers. Every index is checked (against [0, numel), or [0, columns)) before anything
+// is read or written, so a bad index leaves x untouched. gather, gather_columns and
+// scatter move elements of any dtype; scatter_add adds float elements. Both scatters run
+// serially in index order: with repeated indices scatter keeps the last value and
+// scatter_add adds them in order, the same on every run.
+#include <algorithm>
 #include <cstdint>
 
 #include "engine/cpu/check.h"
@@ -45,6 +47,28 @@ Tensor gather(const Tensor& x, const Tensor& indices) {
     W* result = static_cast<W*>(out.kernel_raw());
     parallel_for(indices.numel(), 1 << 14, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) result[i] = in[idx[i]];
+    });
+  });
+  return out;
+}
+
+Tensor gather_columns(const Tensor& x, const Tensor& columns) {
+  const char* op = "gather_columns";
+  cpu::check_host(x, op);
+  const op_checks::Columns s = op_checks::gather_columns_shape(x, columns, op);
+  check_indices(columns, s.cols, x, op);
+  const int64_t count = columns.numel();
+  Tensor out = Tensor::like(x, {s.rows, count});
+  if (out.numel() == 0) return out;
+  const int64_t* column = columns.kernel_data<int64_t>();
+  op_checks::dispatch_width(x.dtype(), [&](auto zero) {
+    using W = decltype(zero);
+    const W* in = static_cast<const W*>(x.kernel_raw());
+    W* result = static_cast<W*>(out.kernel_raw());
+    parallel_for(s.rows, std::max<int64_t>(1, (1 << 14) / count), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        for (int64_t q = 0; q < count; ++q) result[r * count + q] = in[r * s.cols + column[q]];
+      }
     });
   });
   return out;

@@ -1,13 +1,13 @@
-// CUDA gather and scatter through flat i64 indices, with the CPU's rules: every index is
-// checked against [0, numel) on the device before anything is written (a bad index is
-// an Error, raised at the next wait for the device (index_check.h), and leaves x
-// untouched: the kernels read the check's verdict and do nothing); gather and scatter
-// move elements of any dtype,
-// scatter_add adds float elements. Repeated indices keep the CPU's sequential meaning
-// without float atomics: the (index, position) pairs are sorted by index with a stable
-// radix sort, so each index's positions form one run in their original order; scatter
-// writes the last value of each run, and scatter_add adds a run's values one after
-// another, in position order, from one thread.
+// CUDA gather and scatter through flat i64 indices, and gather_columns through column
+// numbers, with the CPU's rules: every index is checked (against [0, numel), or
+// [0, columns)) on the device before anything is written (a bad index is an Error,
+// raised at the next wait for the device (index_check.h), and leaves x untouched: the
+// kernels read the check's verdict and do nothing); gather, gather_columns and scatter
+// move elements of any dtype, scatter_add adds float elements. Repeated indices keep the
+// CPU's sequential meaning without float atomics: the (index, position) pairs are sorted
+// by index with a stable radix sort, so each index's positions form one run in their
+// original order; scatter writes the last value of each run, and scatter_add adds a
+// run's values one after another, in position order, from one thread.
 #include <cub/device/device_radix_sort.cuh>
 
 #include <climits>
@@ -51,6 +51,18 @@ __global__ void gather_kernel(const W* in, const int64_t* indices, int64_t count
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
     out[i] = in[indices[i]];
+  }
+}
+
+// out[r, q] = in[r, columns[q]] for r < rows, q < count; one thread per element of out.
+template <typename W>
+__global__ void gather_columns_kernel(const W* in, int64_t rows, int64_t cols, const int64_t* columns, int64_t count,
+                                      const unsigned long long* fault, W* out) {
+  if (*fault != kNoFault) return;
+  const int64_t total = rows * count;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    out[i] = in[(i / count) * cols + columns[i % count]];
   }
 }
 
@@ -137,6 +149,25 @@ Tensor gather(const Tensor& x, const Tensor& indices) {
                                                             indices.kernel_data<int64_t>(), count, fault,
                                                             static_cast<W*>(out.kernel_raw()));
     check_launch("gather_kernel");
+  });
+  return out;
+}
+
+Tensor gather_columns(const Tensor& x, const Tensor& columns) {
+  const char* op = "gather_columns";
+  check_on_cuda(x, op);
+  const op_checks::Columns s = op_checks::gather_columns_shape(x, columns, op);
+  const unsigned long long* fault = check_indices(columns, s.cols, x, op);
+  const int64_t count = columns.numel();
+  Tensor out({s.rows, count}, x.dtype(), x.device());
+  if (out.numel() == 0) return out;
+  cudaStream_t queue = stream(x.device().index);
+  op_checks::dispatch_width(x.dtype(), [&](auto zero) {
+    using W = decltype(zero);
+    gather_columns_kernel<W><<<blocks_for(out.numel()), kThreads, 0, queue>>>(
+        static_cast<const W*>(x.kernel_raw()), s.rows, s.cols, columns.kernel_data<int64_t>(), count, fault,
+        static_cast<W*>(out.kernel_raw()));
+    check_launch("gather_columns_kernel");
   });
   return out;
 }

@@ -1,8 +1,10 @@
 // What the tape keeps of the values it computed, on every device: a value is released
 // with its last handle unless a backward captured it (leaves never are); under bf16
 // autocast linear keeps its input as bf16, half the bytes (measured with the
-// allocator's live bytes), or nothing for a frozen weight; and the gradients keep the
-// bits of the autocast products on f32 inputs, masked and LoRA weights included.
+// allocator's live bytes), or nothing for a frozen weight; an element-masked weight
+// keeps only the columns of its input that its selection reads, with the same gradient
+// bits; and the gradients keep the bits of the autocast products on f32 inputs, masked
+// and LoRA weights included.
 #include "autograd/functions.h"
 #include "engine/allocator.h"
 #include "engine/autocast.h"
@@ -74,6 +76,42 @@ TEST_P(SavedValues, UnderAutocastLinearKeepsItsInputInHalfTheBytesAndAFrozenWeig
   w.set_requires_grad(false);
   EXPECT_EQ(bytes_kept_by_linear(x, w, false, device()), y_bytes);
   EXPECT_EQ(bytes_kept_by_linear(x, w, true, device()), y_bytes);
+}
+
+TEST_P(SavedValues, AMaskedWeightKeepsOnlyTheInputColumnsItsSelectionReads) {
+  Variable x(random({kTokens, kIn}, 1), true, "x");
+  Variable w(random({kOut, kIn}, 2), true, "w");
+  const Tensor seed = random({kTokens, kOut}, 3);
+  // Entries (0, 47), (2, 5), (2, 47), (15, 0): columns 0, 5 and 47 of 48.
+  const std::vector<int64_t> selection = {47, 2 * kIn + 5, 2 * kIn + 47, 15 * kIn};
+  w.set_grad_indices(Tensor::from_vector<int64_t>({4}, selection, device()));
+  EXPECT_EQ(w.grad_columns().device(), device());
+  EXPECT_EQ(w.grad_columns().to(Device::cpu()).to_vector<int64_t>(), (std::vector<int64_t>{0, 5, 47}));
+  EXPECT_EQ(w.grad_indices_in_columns().to(Device::cpu()).to_vector<int64_t>(),
+            (std::vector<int64_t>{2, 2 * 3 + 1, 2 * 3 + 2, 15 * 3}));
+  const int64_t y_bytes = kTokens * kOut * 4;
+  EXPECT_EQ(bytes_kept_by_linear(x, w, false, device()), y_bytes + kTokens * 3 * 4) << "three columns of 48";
+
+  // The same products in the same order as on all of x, so the same bits.
+  ag::backward(ag::linear(ag::gelu(x), w, Variable()), seed);
+  Tensor selected = Tensor::zeros({4}, DType::F32, device());
+  const Tensor h = ag::gelu(Variable(x.value())).value();
+  ops::masked_weight_grad(seed, h, w.grad_indices(), kIn, selected);
+  EXPECT_TRUE(bitwise_equal(w.grad(), selected));
+
+  // A selection that changes between the forward pass and backward is refused.
+  Variable y = ag::linear(x, w, Variable());
+  w.set_grad_indices(Tensor::from_vector<int64_t>({2}, {0, 1}, device()));
+  EXPECT_THROW(ag::backward(y, seed), Error);
+
+  // A selection that reads every column keeps x whole.
+  std::vector<int64_t> diagonal;
+  for (int64_t j = 0; j < kOut; ++j) {
+    for (int64_t k = j * 3; k < j * 3 + 3; ++k) diagonal.push_back(j * kIn + k);
+  }
+  w.set_grad_indices(Tensor::from_vector<int64_t>({int64_t(diagonal.size())}, diagonal, device()));
+  EXPECT_FALSE(w.grad_columns().defined());
+  EXPECT_EQ(bytes_kept_by_linear(x, w, false, device()), y_bytes + kTokens * kIn * 4);
 }
 
 // dW = dY^T X as the autocast product of the f32 operands forms it.

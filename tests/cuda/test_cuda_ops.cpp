@@ -512,7 +512,7 @@ Tensor integer_tensor(DType dtype, int64_t n) {
   return t;
 }
 
-// gather and scatter move elements of any dtype.
+// gather, gather_columns and scatter move elements of any dtype.
 TEST_F(CudaOps, GatherAndScatterMoveAnyDtype) {
   std::vector<int64_t> spread;
   for (int64_t i = 0; i < 21; ++i) spread.push_back((i * 37 + 5) % 1000);
@@ -520,14 +520,18 @@ TEST_F(CudaOps, GatherAndScatterMoveAnyDtype) {
   Tensor repeated = index_tensor({0, 999, 5, 5, 0});
   Tensor unique = sorted_selection(1000, 0.2, 730);
   const int64_t count = unique.numel();
+  Tensor columns = index_tensor({499, 0, 7, 7, 250});
   for (DType dt : {DType::F32, DType::F64, DType::I64, DType::I32, DType::U8}) {
     const bool is_float = dt == DType::F32 || dt == DType::F64;
     Tensor x = is_float ? uniform({1000}, dt, 731) : integer_tensor(dt, 1000);
+    EXPECT_TRUE(gpu_matches_cpu(label("gather_columns", dt, columns.shape()), {x.reshape({2, 500}), columns}, kExact,
+                                [](OpArgs& a) { return OpOutputs().tensor("out", ops::gather_columns(a[0], a[1])); }));
     Tensor values = is_float ? uniform({count}, dt, 732) : integer_tensor(dt, count);
     for (const Tensor& indices : {grid_indices, repeated, index_tensor({})}) {
       EXPECT_TRUE(gpu_matches_cpu(label("gather", dt, indices.shape()), {x, indices}, kExact, [](OpArgs& a) {
         return OpOutputs().tensor("out", ops::gather(a[0], a[1]));
       }));
+
     }
     EXPECT_TRUE(gpu_matches_cpu(label("scatter", dt, unique.shape()), {x, unique, values}, kExact, [](OpArgs& a) {
       ops::scatter(a[0], a[1], a[2]);
@@ -571,6 +575,8 @@ TEST_F(CudaOps, IndexOpsRefuseOutOfRangeIndicesAndLeaveXUntouched) {
     Tensor indices = index_tensor({1, 2, 3, bad});
     EXPECT_TRUE(both_refuse(cat("gather index ", bad), {x, indices},
                             [](OpArgs& a) { return OpOutputs().tensor("out", ops::gather(a[0], a[1])); }));
+    EXPECT_TRUE(both_refuse(cat("gather_columns column ", bad), {x.reshape({1, 100}), indices},
+                            [](OpArgs& a) { return OpOutputs().tensor("out", ops::gather_columns(a[0], a[1])); }));
     EXPECT_TRUE(both_refuse(cat("scatter index ", bad), {x, indices, values}, [](OpArgs& a) {
       ops::scatter(a[0], a[1], a[2]);
       return OpOutputs();

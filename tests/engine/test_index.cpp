@@ -1,6 +1,6 @@
-// Tests of gather, scatter and scatter_add: values against plain loops, repeated
-// indices (last write wins / each added in order), dtypes other than float for the
-// moves, and clear errors that leave x untouched for bad indices or arguments.
+// Tests of gather, gather_columns, scatter and scatter_add: values against plain loops,
+// repeated indices (last write wins / each added in order), dtypes other than float for
+// the moves, and clear errors that leave x untouched for bad indices or arguments.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -53,6 +53,44 @@ TEST(IndexTest, GatherAndScatterMoveAnyDtype) {
   EXPECT_EQ(bytes.to_vector<uint8_t>(), (std::vector<uint8_t>{8, 2, 3, 9}));
   Tensor d = counting_tensor<double>({3, 3});
   EXPECT_EQ(ops::gather(d, Tensor::from_vector<int64_t>({1}, {8}, vitune::Device::cpu())).item(0), d.item(8));
+}
+
+TEST(IndexTest, GatherColumnsCopiesTheNamedColumnsOfEveryRowInTheirOrder) {
+  Tensor x = counting_tensor<float>({30, 70});
+  const std::vector<int64_t> columns = {69, 0, 5, 5, 33};
+  Tensor out = ops::gather_columns(x, Tensor::from_vector<int64_t>({5}, columns, vitune::Device::cpu()));
+  ASSERT_EQ(out.shape(), (vitune::Shape{30, 5}));
+  for (int64_t r = 0; r < 30; ++r) {
+    for (size_t q = 0; q < columns.size(); ++q) {
+      ASSERT_EQ(out.data<float>()[r * 5 + int64_t(q)], x.data<float>()[r * 70 + columns[q]]) << r << ", " << q;
+    }
+  }
+  Tensor ints = Tensor::from_vector<int64_t>({2, 3}, {1, 2, 3, 4, 5, 6}, vitune::Device::cpu());
+  Tensor last_first = Tensor::from_vector<int64_t>({2}, {2, 0}, vitune::Device::cpu());
+  EXPECT_EQ(ops::gather_columns(ints, last_first).to_vector<int64_t>(), (std::vector<int64_t>{3, 1, 6, 4}));
+  EXPECT_EQ(ops::gather_columns(x, Tensor::zeros({0}, DType::I64, vitune::Device::cpu())).shape(),
+            (vitune::Shape{30, 0}));
+  Tensor on_emulated = ops::gather_columns(ints.to(vitune::Device::emulated()), last_first.to(vitune::Device::emulated()));
+  EXPECT_EQ(on_emulated.device(), vitune::Device::emulated());
+  EXPECT_EQ(on_emulated.to(vitune::Device::cpu()).to_vector<int64_t>(), (std::vector<int64_t>{3, 1, 6, 4}));
+}
+
+TEST(IndexTest, GatherColumnsRefusesColumnsOutsideTheMatrixAndBadShapes) {
+  Tensor x = counting_tensor<float>({4, 6});
+  try {
+    ops::gather_columns(x, Tensor::from_vector<int64_t>({3}, {0, 6, 1}, vitune::Device::cpu()));
+    FAIL() << "no error for column 6 of 6";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("gather_columns"), std::string::npos) << message;
+    EXPECT_NE(message.find("index 6 at position 1"), std::string::npos) << message;
+  }
+  EXPECT_THROW(ops::gather_columns(x, Tensor::from_vector<int64_t>({1}, {-1}, vitune::Device::cpu())), Error);
+  EXPECT_THROW(ops::gather_columns(x.reshape({24}), Tensor::from_vector<int64_t>({1}, {0}, vitune::Device::cpu())),
+               Error);
+  EXPECT_THROW(ops::gather_columns(x, Tensor::from_vector<int64_t>({1, 1}, {0}, vitune::Device::cpu())), Error);
+  EXPECT_THROW(ops::gather_columns(x, Tensor::from_vector<int32_t>({1}, {0}, vitune::Device::cpu())), Error);
+  EXPECT_THROW(ops::gather_columns(x, Tensor::from_vector<int64_t>({1}, {0}, vitune::Device::emulated())), Error);
 }
 
 TEST(IndexTest, ScatterWritesAndTheLastRepeatedIndexWins) {
