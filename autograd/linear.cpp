@@ -68,18 +68,20 @@ Tensor dense_forward(const Variable& x, const Variable& weight, const Variable& 
 //   db = sum_t dY[t, :]
 // For an element-masked W only the selected (j, k) of dW are formed:
 //   dW[j, k] = sum_t dY[t, j] X[t, k]   (ops::masked_weight_grad, O(T * selected)),
-// from X's touched columns alone where saved_input kept only those (then x2 has fewer
-// columns than W, and the renumbered indices point into them: the same products, added
-// in the same order).
+// from X's touched columns alone where saved_input kept only those (`kept_columns`, the
+// selection's grad_columns at the forward pass; the renumbered indices point into them:
+// the same products, added in the same order). Columns kept for a selection that has
+// since changed no longer hold what the gradient needs: that is refused.
 // A frozen W or b skips its product entirely.
-void weight_and_bias_grads(const Tensor& dy2, const Tensor& x2, const Tensor& w, const Variable& weight,
-                           const Variable& bias) {
+void weight_and_bias_grads(const Tensor& dy2, const Tensor& x2, const Tensor& kept_columns, const Tensor& w,
+                           const Variable& weight, const Variable& bias) {
   GradientSlot dw(weight), db(bias);
   if (dw.wanted()) {
+    VITUNE_CHECK(!kept_columns.defined() || weight.grad_columns().same_storage(kept_columns), "linear '",
+                 weight.name(), "': its selection changed between the forward pass and backward, which read only "
+                 "the input columns of the old one");
     if (Tensor* selected = dw.selected()) {
-      const bool columns_only = x2.dim(1) < w.dim(1);
-      VITUNE_CHECK(!columns_only || weight.grad_columns().numel() == x2.dim(1), "linear '", weight.name(),
-                   "': its selection changed between the forward pass and backward");
+      const bool columns_only = kept_columns.defined();
       ops::masked_weight_grad(dy2, x2, columns_only ? weight.grad_indices_in_columns() : weight.grad_indices(),
                               x2.dim(1), *selected);
     } else {
@@ -105,16 +107,18 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   Tensor x2, w;
   Tensor y = dense_forward(x, weight, bias, x2, w);
   Tensor saved = saved_input(x2, needs_grad(weight), weight, /*columns_only=*/true);
-  return make_result(y, {x, weight, bias}, "linear", [x = x.on_tape(), weight, bias, saved, w](const Tensor& dy) {
-    Tensor dy2 = dy.reshape({-1, w.dim(0)});
-    weight_and_bias_grads(dy2, saved, w, weight, bias);
-    GradientSlot dx(x);
-    if (dx.wanted()) {
-      Tensor dx2 = dx.dense().reshape({-1, w.dim(1)});
-      ops::gemm(false, false, 1.0, dy2, w, dx.beta(), dx2);
-      dx.commit();
-    }
-  });
+  Tensor kept_columns = saved.defined() && saved.dim(1) < w.dim(1) ? weight.grad_columns() : Tensor();
+  return make_result(y, {x, weight, bias}, "linear",
+                     [x = x.on_tape(), weight, bias, saved, kept_columns, w](const Tensor& dy) {
+                       Tensor dy2 = dy.reshape({-1, w.dim(0)});
+                       weight_and_bias_grads(dy2, saved, kept_columns, w, weight, bias);
+                       GradientSlot dx(x);
+                       if (dx.wanted()) {
+                         Tensor dx2 = dx.dense().reshape({-1, w.dim(1)});
+                         ops::gemm(false, false, 1.0, dy2, w, dx.beta(), dx2);
+                         dx.commit();
+                       }
+                     });
 }
 
 // Forward: Y = X W^T + b, then H = X A^T ([T, r]) and Y += s H B^T, all into the one
@@ -144,7 +148,7 @@ Variable lora_linear(const Variable& x, const Variable& weight, const Variable& 
   return make_result(y, {x, weight, bias, lora_a, lora_b}, "lora_linear",
                      [x = x.on_tape(), weight, bias, lora_a, lora_b, saved, w, h, scaling](const Tensor& dy) {
                        Tensor dy2 = dy.reshape({-1, w.dim(0)});
-                       weight_and_bias_grads(dy2, saved, w, weight, bias);
+                       weight_and_bias_grads(dy2, saved, Tensor(), w, weight, bias);
                        GradientSlot db(lora_b), da(lora_a), dx(x);
                        if (db.wanted()) {
                          ops::gemm(true, false, scaling, dy2, h, db.beta(), db.dense());
