@@ -7,21 +7,27 @@
 namespace vitune::autograd {
 namespace {
 
+// The columns of X that a backward keeps instead of all of X: where W's masked gradient
+// is the only product that reads X (`x_read_elsewhere` false) and its selection touches
+// only some columns of W, those columns (Variable::grad_columns); else undefined. One
+// entry per row of fc2 [64, 256] touches at most 64 of X's 256 columns, so the gradient
+// reads at most a quarter of the bytes and X itself can be freed after the forward pass.
+Tensor columns_to_keep(const Variable& weight, bool x_read_elsewhere) {
+  return needs_grad(weight) && !x_read_elsewhere ? weight.grad_columns() : Tensor();
+}
+
 // What a backward keeps of the input X [T, in] for the products that read it (dW and,
-// with LoRA, dA): nothing when none of them is wanted; under bf16 autocast, when X is f32
-// and W is not element-masked, X rounded to bf16, half the bytes: the autocast product
-// rounds X to exactly these values, so the gradients keep their bits (the masked
-// gradient is not an autocast product and keeps X in f32); where only W's masked
-// gradient reads X (`columns_only`) and its selection touches only some columns of W,
-// those columns of X alone (Variable::grad_columns): one entry per row of fc2 [64, 256]
-// touches at most 64 of X's 256 columns, so the gradient reads at most a quarter of
-// the bytes and X itself can be freed after the forward pass; else X itself.
-Tensor saved_input(const Tensor& x2, bool read_in_backward, const Variable& weight, bool columns_only) {
+// with LoRA, dA): nothing when none of them is wanted; the `kept_columns` of X alone
+// where columns_to_keep gave some; under bf16 autocast, when X is f32 and W is not
+// element-masked, X rounded to bf16, half the bytes: the autocast product rounds X to
+// exactly these values, so the gradients keep their bits (the masked gradient is not an
+// autocast product and keeps X in f32); else X itself.
+Tensor saved_input(const Tensor& x2, bool read_in_backward, const Variable& weight, const Tensor& kept_columns) {
   if (!read_in_backward) return Tensor();
+  if (kept_columns.defined()) return ops::gather_columns(x2, kept_columns);
   if (autocast_bf16() && x2.dtype() == DType::F32 && !weight.grad_indices().defined()) {
     return x2.to(DType::BF16);
   }
-  if (columns_only && weight.grad_columns().defined()) return ops::gather_columns(x2, weight.grad_columns());
   return x2;
 }
 
@@ -69,8 +75,8 @@ Tensor dense_forward(const Variable& x, const Variable& weight, const Variable& 
 // For an element-masked W only the selected (j, k) of dW are formed:
 //   dW[j, k] = sum_t dY[t, j] X[t, k]   (ops::masked_weight_grad, O(T * selected)),
 // from X's touched columns alone where saved_input kept only those (`kept_columns`, the
-// selection's grad_columns at the forward pass; the renumbered indices point into them:
-// the same products, added in the same order). Columns kept for a selection that has
+// selection's grad_columns at the forward pass, undefined where X was kept whole; the
+// renumbered indices point into them: the same products, added in the same order). Columns kept for a selection that has
 // since changed no longer hold what the gradient needs: that is refused.
 // A frozen W or b skips its product entirely.
 void weight_and_bias_grads(const Tensor& dy2, const Tensor& x2, const Tensor& kept_columns, const Tensor& w,
@@ -106,8 +112,8 @@ void weight_and_bias_grads(const Tensor& dy2, const Tensor& x2, const Tensor& ke
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
   Tensor x2, w;
   Tensor y = dense_forward(x, weight, bias, x2, w);
-  Tensor saved = saved_input(x2, needs_grad(weight), weight, /*columns_only=*/true);
-  Tensor kept_columns = saved.defined() && saved.dim(1) < w.dim(1) ? weight.grad_columns() : Tensor();
+  const Tensor kept_columns = columns_to_keep(weight, /*x_read_elsewhere=*/false);
+  Tensor saved = saved_input(x2, needs_grad(weight), weight, kept_columns);
   return make_result(y, {x, weight, bias}, "linear",
                      [x = x.on_tape(), weight, bias, saved, kept_columns, w](const Tensor& dy) {
                        Tensor dy2 = dy.reshape({-1, w.dim(0)});
@@ -143,12 +149,13 @@ Variable lora_linear(const Variable& x, const Variable& weight, const Variable& 
   ops::gemm(false, true, 1.0, x2, a, 0.0, h);
   Tensor y2 = y.reshape({-1, w.dim(0)});
   ops::gemm(false, true, scaling, h, b, 1.0, y2);
-  Tensor saved =
-      saved_input(x2, needs_grad(weight) || needs_grad(lora_a), weight, /*columns_only=*/!needs_grad(lora_a));
+  const Tensor kept_columns = columns_to_keep(weight, /*x_read_elsewhere=*/needs_grad(lora_a));
+  Tensor saved = saved_input(x2, needs_grad(weight) || needs_grad(lora_a), weight, kept_columns);
   return make_result(y, {x, weight, bias, lora_a, lora_b}, "lora_linear",
-                     [x = x.on_tape(), weight, bias, lora_a, lora_b, saved, w, h, scaling](const Tensor& dy) {
+                     [x = x.on_tape(), weight, bias, lora_a, lora_b, saved, kept_columns, w, h,
+                      scaling](const Tensor& dy) {
                        Tensor dy2 = dy.reshape({-1, w.dim(0)});
-                       weight_and_bias_grads(dy2, saved, Tensor(), w, weight, bias);
+                       weight_and_bias_grads(dy2, saved, kept_columns, w, weight, bias);
                        GradientSlot db(lora_b), da(lora_a), dx(x);
                        if (db.wanted()) {
                          ops::gemm(true, false, scaling, dy2, h, db.beta(), db.dense());

@@ -115,6 +115,23 @@ TEST_P(SavedValues, AMaskedWeightKeepsOnlyTheInputColumnsItsSelectionReads) {
   EXPECT_EQ(bytes_kept_by_linear(x, w, false, device()), y_bytes + kTokens * kIn * 4);
 }
 
+// A LoRA layer whose adapters are frozen and whose base weight is masked keeps the same
+// columns, and its masked gradient reads them as linear's does.
+TEST_P(SavedValues, AMaskedBaseWeightUnderFrozenLoraAdaptersGetsTheSameGradient) {
+  constexpr int64_t kRank = 4;
+  const Tensor xv = random({kTokens, kIn}, 1), seed = random({kTokens, kOut}, 3);
+  Variable x(xv, false, "x");
+  Variable w(random({kOut, kIn}, 2), true, "w");
+  Variable a(random({kRank, kIn}, 6), false, "lora_A");
+  Variable b(random({kOut, kRank}, 7), false, "lora_B");
+  w.set_grad_indices(Tensor::from_vector<int64_t>({3}, {1, kIn + 2, 3 * kIn + 1}, device()));
+  ASSERT_TRUE(w.grad_columns().defined());
+  ag::backward(ag::lora_linear(x, w, Variable(), a, b, 0.5), seed);
+  Tensor selected = Tensor::zeros({3}, DType::F32, device());
+  ops::masked_weight_grad(seed, xv, w.grad_indices(), kIn, selected);
+  EXPECT_TRUE(bitwise_equal(w.grad(), selected));
+}
+
 // dW = dY^T X as the autocast product of the f32 operands forms it.
 Tensor autocast_weight_grad(const Tensor& dy, const Tensor& x, double alpha = 1.0) {
   Tensor dw = Tensor::like(x, {dy.dim(1), x.dim(1)});
