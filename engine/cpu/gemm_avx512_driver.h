@@ -11,8 +11,9 @@
 //   the threads take equal contiguous ranges of kMr row strips of op(A); in each,
 //   for each group of up to kMcStrips = 16 strips:
 //     pack the group's rows of op(A) for all of K (or, where one block of C holds
-//       all of B's strips, each block of K just before its one use; or, for a
-//       row-major A and a product of few B strips, read A in place: reads_a_in_place)
+//       all of B's strips, each block of K just before its one use, or read a
+//       transposed A there in place; or, for a row-major A and a product of few B
+//       strips, read A in place: reads_a_in_place)
 //     for each block of kNcStrips = 8 B strips (a block of C that stays in L2)
 //       for each block of K, in order
 //         for each B strip   (stays in L1 for the 16 calls)
@@ -164,8 +165,9 @@ inline bool reads_a_in_place(int64_t lda, int64_t col_strips) {
   return 3 * sets >= kMr;
 }
 
-// A micro-kernel's strip of op(A), kMr rows by kc, one step of k at a time: packed (row r
-// of the step at p[r], the next step kMr further on) or a row-major A read in place (row
+// A micro-kernel's strip of op(A), kMr rows by kc, one step of k at a time: k-major (row
+// r of the step at p[r], the next step lda further on: packed, lda = kMr, or a transposed
+// A read in place, whose rows are op(A)'s columns) or a row-major A read in place (row
 // r at p[r * lda], the next step one further on; prefetch_next when the next call reads
 // the kMr rows after these in place). In place, rows 0, 4 and 8 are
 // bases and the others sit lda, 2 lda or 3 lda past one, offsets that x86's
@@ -184,11 +186,16 @@ class AStrip {
     const int q = r % 4;
     return base[q == 0 ? 0 : q == 1 ? lda_ : q == 2 ? 2 * lda_ : 3 * lda_];
   }
-  // Fetches, at step k, what comes later into L1: a packed strip 8 steps ahead; in place,
-  // every 16 steps, a line of each row of the next strip (the first pass over a strip
-  // reads it from L2 or memory, as packing would have).
+  // Fetches, at step k, what comes later into L1: k-major, the step 8 ahead (where steps
+  // are not contiguous, its last element too, which may lie on a line of its own); a
+  // row-major A in place, every 16 steps, a line of each row of the next strip (the
+  // first pass over a strip reads it from L2 or memory, as packing would have).
   __attribute__((always_inline)) void prefetch(int64_t k) const {
-    if (!kInPlace) return _mm_prefetch(reinterpret_cast<const char*>(row0_ + 8 * kMr), _MM_HINT_T0);
+    if (!kInPlace) {
+      _mm_prefetch(reinterpret_cast<const char*>(row0_ + 8 * lda_), _MM_HINT_T0);
+      if (lda_ != kMr) _mm_prefetch(reinterpret_cast<const char*>(row0_ + 8 * lda_ + kMr - 1), _MM_HINT_T0);
+      return;
+    }
     if (!prefetch_next_ || k % 16 != 0) return;
     const float* next = row0_ + kMr * lda_;
     for (int r = 0; r < kMr; ++r) _mm_prefetch(reinterpret_cast<const char*>(next + r * lda_), _MM_HINT_T0);
@@ -196,7 +203,7 @@ class AStrip {
 
   __attribute__((always_inline)) void next() {
     if (!kInPlace) {
-      row0_ += kMr;
+      row0_ += lda_;
       return;
     }
     ++row0_;
@@ -267,8 +274,10 @@ __attribute__((always_inline)) VITUNE_TARGET_AVX512 inline void store_c_tile(con
 // (bias: the tile's columns of the bias row on the last block of K, else null) and
 // meanwhile fetches its slice of the next B strip (2 kc elements from b_next) into L2.
 // A bias row (n floats, or null) is added to every row of C after the whole sum.
-// Where reads_a_in_place says so, a row-major A is read in place but for a last strip of
-// fewer than kMr rows, which is packed (zero-padded).
+// Where reads_a_in_place says so, a row-major A is read in place, and a transposed A
+// wherever one block of C holds all of B's strips (its rows are already k-major strips,
+// lda apart, and each is used once per block of K: packing would only copy them
+// closer), but for a last strip of fewer than kMr rows, which is packed (zero-padded).
 template <typename Kernel>
 void run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
          const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias) {
@@ -282,7 +291,6 @@ void run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alph
   const int64_t col_strips = (n + kNr - 1) / kNr;
   const int64_t row_strips = (m + kMr - 1) / kMr;
   const bool serial = 2 * m * n * k < kSerialFlops;
-  const bool in_place = !trans_a && reads_a_in_place<kMr>(lda, col_strips);
   auto block_k0 = [&](int64_t block) { return block * kc_max; };
   auto block_kc = [&](int64_t block) { return std::min(kc_max, k - block * kc_max); };
 
@@ -294,6 +302,7 @@ void run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alph
   // kMaxRowStripsBPerThread strips of rows) stays in L2 across the blocks. Otherwise all
   // of B is packed once, shared by the threads.
   const bool one_c_block = col_strips <= kNcStrips;
+  const bool in_place = trans_a ? one_c_block : reads_a_in_place<kMr>(lda, col_strips);
   const bool b_per_thread = one_c_block && (k_blocks == 1 || row_strips <= kMaxRowStripsBPerThread);
   // Block of K `block`, strip t of B at packed_b + b_offset(block, t) (a thread's own
   // buffer holds one block).
@@ -358,10 +367,12 @@ void run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alph
                                  int(std::min<int64_t>(kMr, m - i0)), cols, alpha, beta, block == 0, bias_tile,
                                  b_next + (s - r.s0) * 2 * kc);
           };
-          if (s < r.first_packed) {
-            multiply(AStrip<true, kMr>(a + i0 * lda + block_k0(block), lda, s + 1 < r.first_packed));
-          } else {
+          if (s >= r.first_packed) {
             multiply(AStrip<false, kMr>(packed_a + a_offset(block, s - r.s0), kMr));
+          } else if (trans_a) {
+            multiply(AStrip<false, kMr>(a + block_k0(block) * lda + i0, lda));
+          } else {
+            multiply(AStrip<true, kMr>(a + i0 * lda + block_k0(block), lda, s + 1 < r.first_packed));
           }
         }
       }
