@@ -104,7 +104,9 @@ TEST(Gemm, Avx512KernelReadsARowMajorAInPlaceForFewBStripsUnlessItsRowsShareL1Se
 // transpose combination; 1 to 4 threads give the same bits. A row-major A of at least
 // 12 rows is read in place (its last strip of fewer than 12 rows packed), but for
 // n = 257 (9 B strips) and k = 1019 (rows 1024 floats apart), where it is packed
-// throughout, as are the shapes of fewer than 12 rows. B is packed by each thread for
+// throughout, as are the shapes of fewer than 12 rows. A transposed A is read in place
+// wherever n <= 256 (one block of C), and gives the bits of the same A stored row-major,
+// packed or read in place the other way. B is packed by each thread for
 // itself where n <= 256 and K is one block or m <= 384 (200 x 40 x 600), the threads
 // splitting B's strips where n > m (25 x 65 x 300: 3 strips over 2 to 4 threads), and
 // shared by the threads otherwise (193 x 257 x 129, and 400 x 40 x 600: 34 strips of
@@ -148,6 +150,18 @@ TEST(Gemm, Avx512KernelOnPaddedOperandsAroundItsTileAndBlockEdges) {
           if (threads == 1) {
             EXPECT_TRUE(tensors_close(got, expected, {1e-4, 1e-4}, where));
             first = pc;
+            if (ta) {
+              // op(A) stored row-major: the same products in the same order.
+              std::vector<float> row_major(m * (k + 5), nan), pc_row_major(m * ldc, nan);
+              for (int64_t i = 0; i < m; ++i)
+                for (int64_t p = 0; p < k; ++p) row_major[i * (k + 5) + p] = pa[p * lda + i];
+              for (int64_t r = 0; r < m; ++r)
+                for (int64_t j = 0; j < n; ++j) pc_row_major[r * ldc + j] = c.data<float>()[r * n + j];
+              cpu::sgemm_avx512(false, tb, m, n, k, 0.75f, row_major.data(), k + 5, pb.data(), ldb, -0.5f,
+                                pc_row_major.data(), ldc);
+              EXPECT_EQ(0, std::memcmp(first.data(), pc_row_major.data(), pc.size() * sizeof(float)))
+                  << where << ": a transposed A differs from the same A stored row-major";
+            }
           } else {
             EXPECT_EQ(0, std::memcmp(first.data(), pc.data(), pc.size() * sizeof(float)))
                 << where << ": " << threads << " threads differ from 1";
