@@ -76,8 +76,9 @@ Tensor dense_forward(const Variable& x, const Variable& weight, const Variable& 
 //   dW[j, k] = sum_t dY[t, j] X[t, k]   (ops::masked_weight_grad, O(T * selected)),
 // from X's touched columns alone where saved_input kept only those (`kept_columns`, the
 // selection's grad_columns at the forward pass, undefined where X was kept whole; the
-// renumbered indices point into them: the same products, added in the same order). Columns kept for a selection that has
-// since changed no longer hold what the gradient needs: that is refused.
+// renumbered indices point into them: the same products, added in the same order).
+// Columns kept for a selection that has since changed no longer hold what the gradient
+// needs: that is refused.
 // A frozen W or b skips its product entirely.
 void weight_and_bias_grads(const Tensor& dy2, const Tensor& x2, const Tensor& kept_columns, const Tensor& w,
                            const Variable& weight, const Variable& bias) {

@@ -531,7 +531,6 @@ TEST_F(CudaOps, GatherAndScatterMoveAnyDtype) {
       EXPECT_TRUE(gpu_matches_cpu(label("gather", dt, indices.shape()), {x, indices}, kExact, [](OpArgs& a) {
         return OpOutputs().tensor("out", ops::gather(a[0], a[1]));
       }));
-
     }
     EXPECT_TRUE(gpu_matches_cpu(label("scatter", dt, unique.shape()), {x, unique, values}, kExact, [](OpArgs& a) {
       ops::scatter(a[0], a[1], a[2]);

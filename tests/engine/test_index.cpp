@@ -70,7 +70,8 @@ TEST(IndexTest, GatherColumnsCopiesTheNamedColumnsOfEveryRowInTheirOrder) {
   EXPECT_EQ(ops::gather_columns(ints, last_first).to_vector<int64_t>(), (std::vector<int64_t>{3, 1, 6, 4}));
   EXPECT_EQ(ops::gather_columns(x, Tensor::zeros({0}, DType::I64, vitune::Device::cpu())).shape(),
             (vitune::Shape{30, 0}));
-  Tensor on_emulated = ops::gather_columns(ints.to(vitune::Device::emulated()), last_first.to(vitune::Device::emulated()));
+  Tensor on_emulated =
+      ops::gather_columns(ints.to(vitune::Device::emulated()), last_first.to(vitune::Device::emulated()));
   EXPECT_EQ(on_emulated.device(), vitune::Device::emulated());
   EXPECT_EQ(on_emulated.to(vitune::Device::cpu()).to_vector<int64_t>(), (std::vector<int64_t>{3, 1, 6, 4}));
 }
