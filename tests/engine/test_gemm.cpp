@@ -2,6 +2,7 @@
 // kernel on strided operands against the plain-loop reference in every transpose
 // combination, with alpha and beta, in f32 and f64; results have the same bits for any
 // thread count; bad shapes are errors; FLOPs are counted.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -116,6 +117,12 @@ TEST(Gemm, Avx512KernelOnPaddedOperandsAroundItsTileAndBlockEdges) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const int64_t shapes[][3] = {{1, 1, 1},      {11, 31, 7},    {12, 32, 256},  {13, 33, 257}, {25, 65, 300},
                                {193, 257, 129}, {200, 40, 600}, {400, 40, 600}, {30, 40, 1019}};
+  // A rows x cols matrix with rows ld floats apart, the padding NaN.
+  auto padded = [nan](const float* values, int64_t rows, int64_t cols, int64_t ld) {
+    std::vector<float> out(rows * ld, nan);
+    for (int64_t r = 0; r < rows; ++r) std::copy(values + r * cols, values + (r + 1) * cols, out.begin() + r * ld);
+    return out;
+  };
   int before = num_threads();
   for (const auto& mnk : shapes) {
     const int64_t m = mnk[0], n = mnk[1], k = mnk[2];
@@ -126,19 +133,14 @@ TEST(Gemm, Avx512KernelOnPaddedOperandsAroundItsTileAndBlockEdges) {
         Tensor a = random_matrix({a_rows, a_cols}, DType::F32, 20);
         Tensor b = random_matrix({b_rows, b_cols}, DType::F32, 21);
         Tensor c = random_matrix({m, n}, DType::F32, 22);
-        std::vector<float> pa(a_rows * lda, nan), pb(b_rows * ldb, nan);
-        for (int64_t r = 0; r < a_rows; ++r)
-          for (int64_t j = 0; j < a_cols; ++j) pa[r * lda + j] = a.data<float>()[r * a_cols + j];
-        for (int64_t r = 0; r < b_rows; ++r)
-          for (int64_t j = 0; j < b_cols; ++j) pb[r * ldb + j] = b.data<float>()[r * b_cols + j];
+        const std::vector<float> pa = padded(a.data<float>(), a_rows, a_cols, lda);
+        const std::vector<float> pb = padded(b.data<float>(), b_rows, b_cols, ldb);
         Tensor expected = c.to(DType::F64);
         ops::gemm_reference(ta, tb, 0.75, a.to(DType::F64), b.to(DType::F64), -0.5, expected);
         std::vector<float> first;
         for (int threads : {1, 2, 3, 4}) {
           set_num_threads(threads);
-          std::vector<float> pc(m * ldc, nan);
-          for (int64_t r = 0; r < m; ++r)
-            for (int64_t j = 0; j < n; ++j) pc[r * ldc + j] = c.data<float>()[r * n + j];
+          std::vector<float> pc = padded(c.data<float>(), m, n, ldc);
           cpu::sgemm_avx512(ta, tb, m, n, k, 0.75f, pa.data(), lda, pb.data(), ldb, -0.5f, pc.data(), ldc);
           const std::string where = "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" +
                                     std::to_string(k) + " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb);
@@ -152,11 +154,9 @@ TEST(Gemm, Avx512KernelOnPaddedOperandsAroundItsTileAndBlockEdges) {
             first = pc;
             if (ta) {
               // op(A) stored row-major: the same products in the same order.
-              std::vector<float> row_major(m * (k + 5), nan), pc_row_major(m * ldc, nan);
+              std::vector<float> row_major(m * (k + 5), nan), pc_row_major = padded(c.data<float>(), m, n, ldc);
               for (int64_t i = 0; i < m; ++i)
                 for (int64_t p = 0; p < k; ++p) row_major[i * (k + 5) + p] = pa[p * lda + i];
-              for (int64_t r = 0; r < m; ++r)
-                for (int64_t j = 0; j < n; ++j) pc_row_major[r * ldc + j] = c.data<float>()[r * n + j];
               cpu::sgemm_avx512(false, tb, m, n, k, 0.75f, row_major.data(), k + 5, pb.data(), ldb, -0.5f,
                                 pc_row_major.data(), ldc);
               EXPECT_EQ(0, std::memcmp(first.data(), pc_row_major.data(), pc.size() * sizeof(float)))
